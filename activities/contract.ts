@@ -1,0 +1,91 @@
+// The activity contract between the table workflow and the workers. Workflows import
+// this file only as `import type`; inputs and results are plain JSON (< 512 KiB).
+
+/** Progress details sent as heartbeats; the workflow sees the last one on a timeout. */
+export type Progress =
+  | { phase: 'read'; filesRead: number; rowsRead: number }
+  | { phase: 'encode'; bytesWritten: number }
+  | { phase: 'commit'; step: string; deadlineMs?: number };
+
+export interface TableRef {
+  table: string;
+}
+
+export interface SnapshotResult {
+  shards: { shard: string; sealedThroughSeq: number; revision: number }[];
+  /** Max revision over shards; grows with every seal. */
+  revision: number;
+}
+
+export interface PrepareMergeInput extends TableRef {
+  key: string;
+  shard: string;
+  fromSeq: number;
+  toSeq: number;
+}
+
+export interface PreparedMerge {
+  shard: string;
+  fromSeq: number;
+  toSeq: number;
+  /** Path of the prepared Arrow IPC batch (newest row per key), null when empty. */
+  preparedPath: string | null;
+  rows: number;
+  bytes: number;
+  /** Temporal attempt that produced it (1 = no retry). */
+  attempt: number;
+  /** Files skipped because a previous attempt's heartbeat said they were read. */
+  resumedFromFile: number;
+}
+
+export interface CommitMergeInput extends TableRef {
+  key: string;
+  prepared: PreparedMerge;
+}
+
+export interface CommitResult {
+  version: number;
+  rows: number;
+}
+
+export interface OptimizePlan {
+  needed: boolean;
+  reason: string;
+  numFragments: number;
+  numSmallFragments: number;
+  unindexedRows: number;
+}
+
+export interface CommitOptimizeInput extends TableRef {
+  retentionSecs: number;
+}
+
+export interface OptimizeResult extends CommitResult {
+  fragmentsRemoved: number;
+  fragmentsAdded: number;
+  versionsPruned: number;
+}
+
+export interface IndexSpec {
+  column: string;
+  type: 'btree' | 'bitmap' | 'ivf_flat' | 'ivf_pq';
+}
+
+export interface IndexPlan {
+  missing: IndexSpec[];
+}
+
+export interface GcPlanInput extends TableRef {
+  /** Per shard merged-through seq: only generation files at or below it may go. */
+  mergedThrough: { shard: string; mergedThroughSeq: number }[];
+}
+
+export interface GcPlan {
+  files: string[];
+  tempFiles: string[];
+}
+
+export interface GcResult {
+  deleted: number;
+  bytesFreed: number;
+}

@@ -1,0 +1,54 @@
+// Entry of `npm start` and `npm test` on a fresh clone: installs the npm dependencies
+// when missing (cache outside the clone), finds or builds the Temporal dev server, then
+// hands over to the TypeScript code. Plain Node, no dependencies.
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { cacheRoot, ensureTemporal } from './ensure-temporal.mjs';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+
+function ensureDependencies() {
+  const installed = path.join(root, 'node_modules', '.package-lock.json');
+  const lock = path.join(root, 'package-lock.json');
+  if (fs.existsSync(installed) && fs.statSync(installed).mtimeMs >= fs.statSync(lock).mtimeMs) return;
+  process.stderr.write('installing npm dependencies (npm ci) ...\n');
+  const r = spawnSync(npm, ['ci', '--no-audit', '--no-fund', '--prefer-offline', '--cache', path.join(cacheRoot(), 'npm')], {
+    cwd: root,
+    stdio: 'inherit',
+  });
+  if (r.status !== 0) {
+    console.error(`turnstile: npm ci failed (exit ${r.status})`);
+    process.exit(1);
+  }
+}
+
+function run(cmd, args, env) {
+  const child = spawn(cmd, args, { cwd: root, stdio: 'inherit', env: { ...process.env, ...env } });
+  // Ctrl-C reaches the whole foreground process group; the child shuts down what it
+  // started and we exit with its code.
+  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
+  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+}
+
+const mode = process.argv[2];
+ensureDependencies();
+let server;
+try {
+  server = ensureTemporal();
+} catch (e) {
+  console.error(`turnstile: ${e.message}`);
+  process.exit(1);
+}
+const env = server.address ? { TEMPORAL_ADDRESS: server.address } : { TEMPORAL_CLI_PATH: server.binary };
+const bin = (name) => path.join(root, 'node_modules', '.bin', name);
+if (mode === 'test') {
+  run(bin('vitest'), ['run', ...process.argv.slice(3)], env);
+} else if (mode === 'start') {
+  run(bin('tsx'), ['src/cli/main.ts', 'dev', '--demo', ...process.argv.slice(3)], env);
+} else {
+  console.error('usage: node scripts/bootstrap.mjs start|test [args]');
+  process.exit(2);
+}

@@ -1,0 +1,61 @@
+import { z } from 'zod';
+import { formatZodError, policySchema } from './policy-schema';
+import type { Policy } from '../policy/types';
+
+// The process-wide configuration: one schema, loaded by a pure function of
+// (environment, parsed config file). The environment wins over the file.
+
+export const configSchema = z
+  .object({
+    temporal: z
+      .object({
+        address: z.string().min(1).default('127.0.0.1:7233'),
+        namespace: z.string().min(1).default('default'),
+        taskQueue: z.string().min(1).default('turnstile'),
+      })
+      .strict()
+      .default({}),
+    dataRoot: z.string().min(1).default('.turnstile/data'),
+    worker: z
+      .object({
+        maxConcurrentActivities: z.number().int().min(1, { message: 'must be an integer in [1, 256]' }).max(256, { message: 'must be an integer in [1, 256]' }).default(8),
+        shutdownGraceSecs: z.number().int().min(0, { message: 'must be an integer in [0, 600]' }).max(600, { message: 'must be an integer in [0, 600]' }).default(30),
+      })
+      .strict()
+      .default({}),
+    policy: policySchema.default({}),
+  })
+  .strict();
+
+export interface Config {
+  temporal: { address: string; namespace: string; taskQueue: string };
+  dataRoot: string;
+  worker: { maxConcurrentActivities: number; shutdownGraceSecs: number };
+  policy: Policy;
+}
+
+/** Environment variables that override the file, and the key each one sets. */
+export const ENV_KEYS: Record<string, string[]> = {
+  TEMPORAL_ADDRESS: ['temporal', 'address'],
+  TEMPORAL_NAMESPACE: ['temporal', 'namespace'],
+  TURNSTILE_TASK_QUEUE: ['temporal', 'taskQueue'],
+  TURNSTILE_DATA: ['dataRoot'],
+};
+
+export type ConfigResult = { ok: true; config: Config } | { ok: false; error: string };
+
+/** Pure: `file` is the parsed JSON of the config file (or undefined). */
+export function loadConfig(env: Record<string, string | undefined>, file: unknown): ConfigResult {
+  if (file !== undefined && (file === null || typeof file !== 'object' || Array.isArray(file))) {
+    return { ok: false, error: 'config file: must be a JSON object' };
+  }
+  const merged = structuredClone((file ?? {}) as Record<string, unknown>);
+  for (const [name, [section, key]] of Object.entries(ENV_KEYS)) {
+    const value = env[name];
+    if (value === undefined || value === '') continue;
+    if (key === undefined) merged[section!] = value;
+    else merged[section!] = { ...((merged[section!] as object) ?? {}), [key]: value };
+  }
+  const r = configSchema.safeParse(merged);
+  return r.success ? { ok: true, config: r.data as Config } : { ok: false, error: formatZodError(r.error) };
+}

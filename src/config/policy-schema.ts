@@ -1,0 +1,102 @@
+import { z } from 'zod';
+import type { Policy } from '../policy/types';
+
+// The per-table policy: one zod schema, defaults for every key. Pure (no I/O), so the
+// workflow's update validator uses the same schema as the CLI and the config loader.
+
+const num = (min: number, max: number, def: number, int = true) => {
+  const range = `${int ? 'an integer' : 'a number'} in [${min}, ${max}]`;
+  let s = z.number({ invalid_type_error: `must be ${range}` });
+  if (int) s = s.int({ message: `must be ${range}` });
+  return s.min(min, { message: `must be ${range}` }).max(max, { message: `must be ${range}` }).default(def);
+};
+const cls = (def: 1 | 2 | 3 | 4) =>
+  z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4)], { errorMap: () => ({ message: 'must be a class 1, 2, 3 or 4' }) }).default(def);
+const DAY = 86_400;
+
+const perKind = <T extends z.ZodTypeAny>(merge: T, optimize: T, index: T, gc: T) =>
+  z.object({ merge, optimize, index, gc }).strict().default({});
+
+export const policySchema = z
+  .object({
+    maxConsecutiveTurns: perKind(num(1, 1000, 4), num(1, 1000, 1), num(1, 1000, 1), num(1, 1000, 1)),
+    maxTurnWaitSecs: perKind(num(1, DAY, 60), num(1, DAY, 120), num(1, DAY, 300), num(1, DAY, 600)),
+    stallSecs: z.object({ read: num(1, 3600, 30), encode: num(1, 3600, 30), commit: num(1, 3600, 60) }).strict().default({}),
+    classes: perKind(cls(2), cls(3), cls(3), cls(4)),
+    basePriority: perKind(num(0, 1000, 3, false), num(0, 1000, 2, false), num(0, 1000, 2, false), num(0, 1000, 1, false)),
+    agingPerSec: num(0, 1000, 0.1, false),
+    softBacklog: num(0, 1_000_000, 100),
+    hardBacklog: num(1, 1_000_000, 1000),
+    maxWriteDelayMs: num(0, 600_000, 2000),
+    maxConcurrentPreparations: num(1, 64, 4),
+    snapshotIntervalSecs: num(1, DAY, 60),
+    periodSecs: z.object({ optimize: num(0, 30 * DAY, 300), index: num(0, 30 * DAY, 600), gc: num(0, 30 * DAY, 900) }).strict().default({}),
+    retentionSecs: num(0, 365 * DAY, DAY),
+    commitRetryBaseSecs: num(0, 3600, 1, false),
+    commitRetryMaxSecs: num(0, DAY, 60, false),
+  })
+  .strict()
+  .superRefine((p, ctx) => {
+    if (p.hardBacklog <= p.softBacklog) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['hardBacklog'], message: `must be greater than softBacklog (${p.softBacklog})` });
+    }
+  });
+
+/** A per-table override: the same keys, every one optional, unknown keys rejected. */
+export type PolicyOverride = { [K in keyof Policy]?: Policy[K] extends object ? Partial<Policy[K]> : Policy[K] };
+
+/** Documentation of every key (README and `turnstile policy --help` print it). */
+export const POLICY_DOCS: Record<keyof Policy, string> = {
+  maxConsecutiveTurns: 'per kind: most turns a kind takes in a row while another kind is commit-ready',
+  maxTurnWaitSecs: 'per kind: a commit-ready unit waiting this long is promoted to class 1 (durable timer)',
+  stallSecs: 'per phase (read, encode, commit): no progress for this long = stalled (activity heartbeat timeout)',
+  classes: 'per kind: default scheduling class 1..4 (1 most urgent); merge is 1 while backlog > softBacklog',
+  basePriority: 'per kind: priority within a class before aging',
+  agingPerSec: 'priority gained per second of waiting for the turn',
+  softBacklog: 'backlog (generations) at or below which writePressure is 0',
+  hardBacklog: 'backlog at which writePressure is 1 and seals are refused (retryable)',
+  maxWriteDelayMs: 'writers wait writePressure * this before each seal',
+  maxConcurrentPreparations: 'most units of one table preparing at once',
+  snapshotIntervalSecs: 'period of the generation-store scan that corrects watermarks',
+  periodSecs: 'per kind (optimize, index, gc): how often it is considered; 0 = only when bumped',
+  retentionSecs: 'optimize prunes table versions older than this',
+  commitRetryBaseSecs: 'a failed commit may retry after min(base * 2^(n-1), max) seconds',
+  commitRetryMaxSecs: 'upper bound of that backoff',
+};
+
+/** One line per problem: "maxTurnWaitSecs.optimize: must be an integer in [1, 86400]". */
+export function formatZodError(error: z.ZodError, prefix = ''): string {
+  return error.issues
+    .map((i) => {
+      if (i.code === z.ZodIssueCode.unrecognized_keys) {
+        const at = [...i.path].join('.');
+        return i.keys.map((k) => `${prefix}${at ? `${at}.` : ''}${k}: unknown key`).join('; ');
+      }
+      const at = `${prefix}${i.path.join('.')}`;
+      return `${at || '(root)'}: ${i.message}`;
+    })
+    .join('; ');
+}
+
+export type PolicyResult = { ok: true; policy: Policy } | { ok: false; error: string };
+
+/** Validates a complete policy object (defaults filled in). */
+export function parsePolicy(input: unknown, prefix = ''): PolicyResult {
+  const r = policySchema.safeParse(input ?? {});
+  return r.success ? { ok: true, policy: r.data as Policy } : { ok: false, error: formatZodError(r.error, prefix) };
+}
+
+/** Applies a per-table override on top of a base policy and validates the result. */
+export function applyOverride(base: Policy, override: unknown): PolicyResult {
+  if (override === null || typeof override !== 'object' || Array.isArray(override)) {
+    return { ok: false, error: 'policy: must be a JSON object' };
+  }
+  const merged: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(override as Record<string, unknown>)) {
+    const cur = (base as unknown as Record<string, unknown>)[k];
+    merged[k] = cur && typeof cur === 'object' && v && typeof v === 'object' && !Array.isArray(v) ? { ...cur, ...v } : v;
+  }
+  return parsePolicy(merged);
+}
+
+export const defaultPolicy = (): Policy => (policySchema.parse({}) as Policy);

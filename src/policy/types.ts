@@ -1,0 +1,159 @@
+// Types of the pure scheduling core. Everything here is plain JSON (no Map, no Date):
+// the table workflow carries it across continue-as-new, and the simulator and the
+// property tests build it without Temporal.
+
+export const KINDS = ['merge', 'optimize', 'index', 'gc'] as const;
+export type Kind = (typeof KINDS)[number];
+
+export const PHASES = ['read', 'encode', 'commit'] as const;
+export type Phase = (typeof PHASES)[number];
+
+export type SchedClass = 1 | 2 | 3 | 4;
+
+export type PerKind<T> = { [K in Kind]: T };
+
+/** The per-table policy. Defaults and ranges live in src/config/schema.ts. */
+export interface Policy {
+  /** A kind may not take more than this many turns in a row while another kind is commit-ready. */
+  maxConsecutiveTurns: PerKind<number>;
+  /** A commit-ready unit that has waited this long is promoted to class 1. */
+  maxTurnWaitSecs: PerKind<number>;
+  /** Heartbeat timeout per progress phase: no progress for this long means stalled. */
+  stallSecs: { [P in Phase]: number };
+  /** Default class per kind (merge is promoted to 1 while backlog > softBacklog). */
+  classes: PerKind<SchedClass>;
+  /** Base priority per kind within a class; aged priority = base + agingPerSec * waitedSecs. */
+  basePriority: PerKind<number>;
+  agingPerSec: number;
+  softBacklog: number;
+  hardBacklog: number;
+  maxWriteDelayMs: number;
+  /** At most this many units of one table prepare at once. */
+  maxConcurrentPreparations: number;
+  /** Period of the generation-store snapshot that can correct watermarks. */
+  snapshotIntervalSecs: number;
+  /** How often optimize, index and gc are considered (0 = only when bumped). merge is demand-driven. */
+  periodSecs: { optimize: number; index: number; gc: number };
+  /** Versions older than this are pruned by optimize. */
+  retentionSecs: number;
+  /** Backoff of a failed commit before its unit may hold the turn again: min(base * 2^(n-1), max). */
+  commitRetryBaseSecs: number;
+  commitRetryMaxSecs: number;
+}
+
+export interface ShardState {
+  shard: string;
+  sealedThroughSeq: number;
+  /** Revision of the event that last set sealedThroughSeq; a snapshot may lower it only with a newer one. */
+  sealedRevision: number;
+  mergedThroughSeq: number;
+  /** Set when this shard's merge is held (e.g. a corrupt generation); cleared by `resume`. */
+  heldReason: string | null;
+}
+
+export type UnitState = 'preparing' | 'ready' | 'committing' | 'backoff';
+
+export interface Unit {
+  /** Stable id: `merge/<shard>`, `optimize`, `index`, `gc`. */
+  id: string;
+  kind: Kind;
+  shard: string | null;
+  /** For merges: the seq range this unit covers. */
+  fromSeq: number | null;
+  toSeq: number | null;
+  state: UnitState;
+  createdAtMs: number;
+  /** When it became commit-ready (first time; kept across commit retries so aging is not lost). */
+  readySinceMs: number | null;
+  /** When it entered class 1 by waiting maxTurnWaitSecs (null if not promoted). */
+  promotedAtMs: number | null;
+  /** Not before this time may it take the turn (commit backoff). */
+  notBeforeMs: number | null;
+  commitAttempts: number;
+  /** Opaque result of preparation, handed to the commit activity. */
+  prepared: unknown;
+  /** Last progress phase reported (for status). */
+  phase: Phase | null;
+  reservedBytes: number;
+}
+
+export interface Bump {
+  /** Either a kind or a unit id. */
+  target: { kind: Kind } | { unitId: string };
+  class: SchedClass;
+  reason: string;
+  expiresAtMs: number;
+}
+
+export interface Counters {
+  turns: PerKind<number>;
+  stalls: number;
+  retries: number;
+  /** Max observed wait (commit-ready until turn granted) per kind, seconds. */
+  maxTurnWaitSecs: PerKind<number>;
+  merges: number;
+  rowsMerged: number;
+}
+
+export interface TurnHolder {
+  unitId: string;
+  kind: Kind;
+  sinceMs: number;
+  /** Why it won: "class 1, promoted after 30 s". */
+  why: string;
+}
+
+export interface TableState {
+  table: string;
+  key: string;
+  policy: Policy;
+  shards: ShardState[];
+  units: Unit[];
+  turn: TurnHolder | null;
+  /** The kind of the last granted turns and how many in a row. */
+  streak: { kind: Kind; count: number } | null;
+  paused: boolean;
+  pausedKinds: Kind[];
+  bumps: Bump[];
+  counters: Counters;
+  /** Latest table version known from commits. */
+  version: number;
+  /** Next time optimize/index/gc become due (ms), and the next snapshot. */
+  dueAtMs: { optimize: number; index: number; gc: number; snapshot: number };
+  /** True while a snapshot activity is in flight. */
+  snapshotInFlight: boolean;
+  /** Write pressure last published, in [0, 1]. */
+  writePressure: number;
+}
+
+// ---- events fed by the workflow shell ----
+
+export type PolicyEvent =
+  | { type: 'demand'; shard: string; sealedThroughSeq: number; revision: number }
+  | { type: 'snapshot'; revision: number; shards: { shard: string; sealedThroughSeq: number; revision: number }[] }
+  | { type: 'snapshotFailed'; error: string }
+  | { type: 'progress'; unitId: string; phase: Phase }
+  | { type: 'prepared'; unitId: string; needsCommit: boolean; prepared: unknown; reservedBytes?: number; attempts: number }
+  | { type: 'prepareFailed'; unitId: string; error: string; retryable: boolean; stalled: boolean }
+  | { type: 'committed'; unitId: string; version: number; rows?: number; attempts: number }
+  | { type: 'commitFailed'; unitId: string; error: string; retryable: boolean; stalled: boolean }
+  | { type: 'timer' }
+  | { type: 'bump'; bump: Bump }
+  | { type: 'pause'; kind: Kind | null }
+  | { type: 'resume'; kind: Kind | null }
+  | { type: 'policyChanged'; policy: Policy };
+
+// ---- decisions the workflow shell carries out ----
+
+export type Decision =
+  | { type: 'prepare'; unit: Unit }
+  | { type: 'commit'; unit: Unit; why: string }
+  | { type: 'snapshot' }
+  /** One durable timer for the earliest deadline; null means no timer is needed. */
+  | { type: 'wakeAt'; atMs: number | null }
+  | { type: 'publish'; writePressure: number; backlog: number };
+
+export interface StepResult {
+  state: TableState;
+  decisions: Decision[];
+}

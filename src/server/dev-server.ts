@@ -1,0 +1,103 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { SEARCH_ATTRIBUTE_FLAGS } from '../../workflows/search-attributes';
+
+// Starts `temporal server start-dev` (built by scripts/ensure-temporal.mjs) with SQLite
+// persistence in WAL mode, the project's search attributes and, unless headless, the
+// Web UI. The child dies with us: stop() on shutdown, and a synchronous kill on exit so
+// no server is left orphaned when the parent crashes.
+
+export interface DevServerOptions {
+  binary: string;
+  /** SQLite file; the directory is created. */
+  dbFile: string;
+  port?: number;
+  uiPort?: number;
+  headless?: boolean;
+  logFile?: string;
+}
+
+export interface DevServer {
+  address: string;
+  uiUrl: string | null;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitUntilServing(address: string, child: ChildProcess, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`temporal server exited with code ${child.exitCode} before serving`);
+    try {
+      const conn = await Connection.connect({ address, connectTimeout: 1000 });
+      try {
+        await conn.workflowService.getSystemInfo({});
+        await conn.workflowService.describeNamespace({ namespace: 'default' });
+        return;
+      } finally {
+        await conn.close();
+      }
+    } catch (e) {
+      lastError = e;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  throw new Error(`temporal server at ${address} did not answer within ${timeoutMs} ms: ${String(lastError)}`);
+}
+
+export async function startDevServer(opts: DevServerOptions): Promise<DevServer> {
+  const port = opts.port ?? (await freePort());
+  const uiPort = opts.uiPort ?? (await freePort());
+  fs.mkdirSync(path.dirname(opts.dbFile), { recursive: true });
+  const args = [
+    'server', 'start-dev',
+    '--ip', '127.0.0.1',
+    '--port', String(port),
+    '--db-filename', opts.dbFile,
+    '--sqlite-pragma', 'journal_mode=wal',
+    '--log-level', 'warn',
+    ...SEARCH_ATTRIBUTE_FLAGS.flatMap((sa) => ['--search-attribute', sa]),
+    ...(opts.headless ? ['--headless'] : ['--ui-port', String(uiPort)]),
+  ];
+  const out = opts.logFile ? fs.openSync(opts.logFile, 'a') : 'ignore';
+  const child = spawn(opts.binary, args, { stdio: ['ignore', out, out] });
+  const killNow = () => child.kill('SIGKILL');
+  process.on('exit', killNow);
+  const address = `127.0.0.1:${port}`;
+  try {
+    await waitUntilServing(address, child, 60_000);
+  } catch (e) {
+    killNow();
+    throw e;
+  }
+  return {
+    address,
+    uiUrl: opts.headless ? null : `http://127.0.0.1:${uiPort}`,
+    pid: child.pid!,
+    async stop() {
+      process.off('exit', killNow);
+      if (child.exitCode !== null) return;
+      const exited = new Promise<void>((r) => child.once('exit', () => r()));
+      child.kill('SIGTERM');
+      const timer = setTimeout(killNow, 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}

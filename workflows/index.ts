@@ -1,0 +1,3 @@
+// Everything the worker's workflow bundle exports.
+export { tableWorkflow } from './table';
+export type { TableWorkflowArgs } from './table';

@@ -1,0 +1,20 @@
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { AwaitMergedRequest, AwaitMergedResult, BumpRequest, Demand, PauseRequest } from '../src/wire';
+import type { PolicyOverride } from '../src/config/policy-schema';
+import type { statusView } from '../src/policy';
+import type { Policy } from '../src/policy/types';
+
+export type StatusView = ReturnType<typeof statusView>;
+
+// Every signal, query and update of the table workflow, defined once; the wire name
+// equals the symbol. Workflows, the client and the tests import these constants.
+
+export const demand = defineSignal<[Demand]>('demand');
+export const bump = defineSignal<[BumpRequest]>('bump');
+export const pause = defineSignal<[PauseRequest]>('pause');
+export const resume = defineSignal<[PauseRequest]>('resume');
+
+export const awaitMerged = defineUpdate<AwaitMergedResult, [AwaitMergedRequest]>('awaitMerged');
+export const setPolicy = defineUpdate<Policy, [PolicyOverride]>('setPolicy');
+
+export const state = defineQuery<StatusView>('state');

@@ -1,0 +1,119 @@
+import { ActivityFailure, ApplicationFailure, proxyActivities, TimeoutFailure, TimeoutType } from '@temporalio/workflow';
+import type { createActivities } from '../activities';
+import type { CommitResult, GcPlan, IndexPlan, OptimizePlan, PreparedMerge } from '../activities/contract';
+import type { PolicyEvent, TableState, Unit } from '../src/policy/types';
+
+// Carries out the core's `prepare` and `commit` decisions: picks the activity of the
+// unit's kind, sets its timeouts from the policy, and turns its outcome back into an
+// event for the core. Preparation retries (stalls included) are Temporal's; a commit is
+// one attempt per granted turn, so a stalled commit releases the turn and the core
+// decides when it goes again.
+
+type Activities = ReturnType<typeof createActivities>;
+
+const secs = (n: number) => `${n} s`;
+
+function prepActivities(st: TableState): Activities {
+  return proxyActivities<Activities>({
+    startToCloseTimeout: '1 hour',
+    heartbeatTimeout: secs(Math.max(st.policy.stallSecs.read, st.policy.stallSecs.encode)),
+    retry: { initialInterval: '1 s', backoffCoefficient: 2, maximumInterval: '30 s', maximumAttempts: 8 },
+  });
+}
+
+function commitActivities(st: TableState, summary: string): Activities {
+  return proxyActivities<Activities>({
+    startToCloseTimeout: '2 hours',
+    heartbeatTimeout: secs(st.policy.stallSecs.commit),
+    retry: { maximumAttempts: 1 },
+    summary,
+  });
+}
+
+const quick = proxyActivities<Activities>({
+  startToCloseTimeout: '5 minutes',
+  retry: { initialInterval: '1 s', maximumInterval: '30 s', maximumAttempts: 5 },
+});
+
+/** What went wrong, whether retrying can help, and whether it was a stall. */
+export function classify(err: unknown): { error: string; retryable: boolean; stalled: boolean } {
+  let cause: unknown = err;
+  if (err instanceof ActivityFailure) cause = err.cause ?? err;
+  if (cause instanceof TimeoutFailure) {
+    const stalled = cause.timeoutType === TimeoutType.HEARTBEAT;
+    return { error: stalled ? `stalled: no progress (last: ${JSON.stringify(cause.lastHeartbeatDetails ?? null)})` : cause.message, retryable: true, stalled };
+  }
+  if (cause instanceof ApplicationFailure) return { error: cause.message, retryable: !cause.nonRetryable, stalled: false };
+  return { error: cause instanceof Error ? cause.message : String(cause), retryable: true, stalled: false };
+}
+
+export async function prepareUnit(st: TableState, unit: Unit): Promise<PolicyEvent> {
+  const acts = prepActivities(st);
+  const table = st.table;
+  try {
+    switch (unit.kind) {
+      case 'merge': {
+        const p = await acts.prepareMerge({ table, key: st.key, shard: unit.shard!, fromSeq: unit.fromSeq!, toSeq: unit.toSeq! });
+        return { type: 'prepared', unitId: unit.id, needsCommit: true, prepared: p, reservedBytes: p.bytes, attempts: p.attempt };
+      }
+      case 'optimize': {
+        const p: OptimizePlan = await acts.planOptimize({ table });
+        return { type: 'prepared', unitId: unit.id, needsCommit: p.needed, prepared: p, attempts: 1 };
+      }
+      case 'index': {
+        const p: IndexPlan = await acts.planIndex({ table });
+        return { type: 'prepared', unitId: unit.id, needsCommit: p.missing.length > 0, prepared: p, attempts: 1 };
+      }
+      case 'gc': {
+        const mergedThrough = st.shards.map((s) => ({ shard: s.shard, mergedThroughSeq: s.mergedThroughSeq }));
+        const p: GcPlan = await acts.planGc({ table, mergedThrough });
+        return { type: 'prepared', unitId: unit.id, needsCommit: p.files.length + p.tempFiles.length > 0, prepared: p, attempts: 1 };
+      }
+    }
+  } catch (err) {
+    return { type: 'prepareFailed', unitId: unit.id, ...classify(err) };
+  }
+}
+
+/** The one-line summary the Temporal UI shows for the commit: the unit and why it won. */
+export function commitSummary(unit: Unit, why: string): string {
+  const range = unit.kind === 'merge' ? ` ${unit.shard} seq ${unit.fromSeq}-${unit.toSeq}` : '';
+  return `${unit.kind}${range}: ${why}`;
+}
+
+export async function commitUnit(st: TableState, unit: Unit, why: string): Promise<PolicyEvent> {
+  const acts = commitActivities(st, commitSummary(unit, why));
+  const table = st.table;
+  try {
+    let r: CommitResult;
+    switch (unit.kind) {
+      case 'merge':
+        r = await acts.commitMerge({ table, key: st.key, prepared: unit.prepared as PreparedMerge });
+        break;
+      case 'optimize':
+        r = await acts.commitOptimize({ table, retentionSecs: st.policy.retentionSecs });
+        break;
+      case 'index':
+        r = await acts.ensureIndex({ table });
+        break;
+      case 'gc': {
+        const plan = unit.prepared as GcPlan;
+        const g = await acts.gc({ table, files: plan.files, tempFiles: plan.tempFiles });
+        r = { version: st.version, rows: g.deleted };
+        break;
+      }
+    }
+    return { type: 'committed', unitId: unit.id, version: r.version, rows: r.rows, attempts: 1 };
+  } catch (err) {
+    return { type: 'commitFailed', unitId: unit.id, ...classify(err) };
+  }
+}
+
+export async function runSnapshot(table: string): Promise<PolicyEvent> {
+  try {
+    const s = await quick.snapshot({ table });
+    return { type: 'snapshot', revision: s.revision, shards: s.shards };
+  } catch (err) {
+    return { type: 'snapshotFailed', error: classify(err).error };
+  }
+}

@@ -1,0 +1,162 @@
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  continueAsNew,
+  log,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { applyOverride, defaultPolicy, type PolicyOverride } from '../src/config/policy-schema';
+import { carryOver, initialState, statusView, step } from '../src/policy';
+import type { Decision, PolicyEvent, TableState } from '../src/policy/types';
+import { awaitMergedSchema, bumpSchema, demandSchema, pauseSchema } from '../src/wire';
+import * as msg from './messages';
+import { commitUnit, prepareUnit, runSnapshot } from './run-unit';
+import { publishToUi } from './ui';
+
+export interface TableWorkflowArgs {
+  table: string;
+  key: string;
+  shards: string[];
+  /** Per-table overrides of the global policy, applied at start. */
+  policy?: PolicyOverride;
+  /** Carried across continue-as-new. */
+  carried?: { state: TableState; stalled: string[] };
+  /** Tests only: continue as new once history reaches this many events. */
+  continueAsNewAtEvents?: number;
+}
+
+const MAX_INBOX = 10_000;
+
+/**
+ * The table workflow, id `table/<name>`: a thin shell around the pure core in
+ * src/policy. Signals, updates, activity results and the one durable timer become
+ * events; the core's decisions become activities, a timer and UI updates.
+ */
+export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
+  let st: TableState;
+  if (args.carried) {
+    st = args.carried.state;
+  } else {
+    const policy = applyOverride(defaultPolicy(), args.policy ?? {});
+    if (!policy.ok) throw ApplicationFailure.nonRetryable(`policy: ${policy.error}`, 'InvalidPolicy');
+    st = initialState({ table: args.table, key: args.key, shards: args.shards, policy: policy.policy, nowMs: Date.now() });
+  }
+  const stalled = new Set(args.carried?.stalled ?? []);
+  const inbox: PolicyEvent[] = [{ type: 'timer' }];
+  let wakeAtMs: number | null = null;
+  let commitsInFlight = 0;
+  let draining = false;
+
+  const push = (ev: PolicyEvent) => {
+    if (inbox.length < MAX_INBOX) inbox.push(ev);
+    else log.warn('inbox full, event dropped (the periodic snapshot recovers demand)', { type: ev.type });
+  };
+  const now = () => Date.now();
+
+  // ---- handlers: validate, then queue an event; never throw into the workflow task ----
+  setHandler(msg.demand, (d) => {
+    const r = demandSchema.safeParse(d);
+    if (r.success) push({ type: 'demand', ...r.data });
+    else log.warn('invalid demand signal ignored', { error: r.error.message });
+  });
+  setHandler(msg.bump, (b) => {
+    const r = bumpSchema.safeParse(b);
+    if (!r.success) return log.warn('invalid bump signal ignored', { error: r.error.message });
+    const target = r.data.kind ? { kind: r.data.kind } : { unitId: r.data.unitId! };
+    push({ type: 'bump', bump: { target, class: r.data.class, reason: r.data.reason, expiresAtMs: now() + r.data.forSecs * 1000 } });
+  });
+  setHandler(msg.pause, (p) => {
+    const r = pauseSchema.safeParse(p ?? {});
+    if (r.success) push({ type: 'pause', kind: r.data.kind });
+    else log.warn('invalid pause signal ignored', { error: r.error.message });
+  });
+  setHandler(msg.resume, (p) => {
+    const r = pauseSchema.safeParse(p ?? {});
+    if (r.success) push({ type: 'resume', kind: r.data.kind });
+    else log.warn('invalid resume signal ignored', { error: r.error.message });
+  });
+  setHandler(
+    msg.setPolicy,
+    (override) => {
+      const r = applyOverride(st.policy, override);
+      if (!r.ok) throw ApplicationFailure.nonRetryable(r.error, 'InvalidPolicy');
+      push({ type: 'policyChanged', policy: r.policy });
+      return r.policy;
+    },
+    {
+      validator: (override) => {
+        const r = applyOverride(st.policy, override);
+        if (!r.ok) throw ApplicationFailure.nonRetryable(r.error, 'InvalidPolicy');
+      },
+    },
+  );
+  setHandler(
+    msg.awaitMerged,
+    async (req) => {
+      const merged = () => st.shards.find((s) => s.shard === req.shard)?.mergedThroughSeq ?? 0;
+      // Before continue-as-new this run stops waiting; the client repeats the update
+      // against the new run (see src/client/wait-merged.ts).
+      await condition(() => merged() >= req.seq || draining);
+      return { shard: req.shard, seq: req.seq, mergedThroughSeq: merged(), version: st.version, merged: merged() >= req.seq };
+    },
+    {
+      validator: (req) => {
+        const r = awaitMergedSchema.safeParse(req);
+        if (!r.success) throw ApplicationFailure.nonRetryable(`awaitMerged: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, 'InvalidRequest');
+      },
+    },
+  );
+  setHandler(msg.state, () => ({ ...statusView(st, now()), stalledUnits: [...stalled] }));
+
+  // ---- carrying out decisions ----
+  const execute = (d: Decision) => {
+    switch (d.type) {
+      case 'prepare':
+        void prepareUnit(st, d.unit).then(push);
+        break;
+      case 'commit':
+        commitsInFlight++;
+        void commitUnit(st, d.unit, d.why).then((ev) => {
+          commitsInFlight--;
+          if (ev.type === 'commitFailed' && ev.stalled) stalled.add(ev.unitId);
+          if (ev.type === 'committed') stalled.delete(ev.unitId);
+          push(ev);
+        });
+        break;
+      case 'snapshot':
+        void runSnapshot(st.table).then(push);
+        break;
+      case 'wakeAt':
+        wakeAtMs = d.atMs;
+        break;
+      case 'publish':
+        break;
+    }
+  };
+
+  for (;;) {
+    const timeoutMs = wakeAtMs === null ? null : Math.max(1, wakeAtMs - now());
+    const woke = timeoutMs === null ? (await condition(() => inbox.length > 0), true) : await condition(() => inbox.length > 0, timeoutMs);
+    if (!woke || (wakeAtMs !== null && now() >= wakeAtMs)) inbox.push({ type: 'timer' });
+
+    while (inbox.length > 0) {
+      const r = step(st, inbox.shift()!, now());
+      st = r.state;
+      // While draining for continue-as-new, start nothing new: carryOver() hands
+      // unstarted work to the next run.
+      for (const d of r.decisions) if (!draining || d.type === 'wakeAt' || d.type === 'publish') execute(d);
+    }
+    publishToUi(st, stalled.size > 0, now());
+
+    const info = workflowInfo();
+    const wantContinue = info.continueAsNewSuggested || (args.continueAsNewAtEvents !== undefined && info.historyLength >= args.continueAsNewAtEvents);
+    if (wantContinue) draining = true;
+    if (draining && commitsInFlight === 0) {
+      await condition(allHandlersFinished);
+      if (inbox.length > 0) continue; // events that arrived while handlers finished
+      await continueAsNew<typeof tableWorkflow>({ ...args, carried: { state: carryOver(st), stalled: [...stalled] } });
+    }
+  }
+}
