@@ -4,7 +4,10 @@ import type { PolicyOverride } from '../src/config/policy-schema';
 import type { statusView } from '../src/policy';
 import type { Policy } from '../src/policy/types';
 
-export type StatusView = ReturnType<typeof statusView>;
+import type { WritePressure } from '../src/writer';
+
+/** The `state` query: DESIGN.md's `status --json` object plus what writers need. */
+export type StatusView = ReturnType<typeof statusView> & { stalledUnits: string[]; pressure: WritePressure };
 
 // Every signal, query and update of the table workflow, defined once; the wire name
 // equals the symbol. Workflows, the client and the tests import these constants.

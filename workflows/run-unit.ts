@@ -1,4 +1,5 @@
-import { ActivityFailure, ApplicationFailure, proxyActivities, TimeoutFailure, TimeoutType } from '@temporalio/workflow';
+import { TimeoutType } from '@temporalio/common';
+import { ActivityFailure, ApplicationFailure, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import type { CommitResult, GcPlan, IndexPlan, OptimizePlan, PreparedMerge } from '../activities/contract';
 import type { PolicyEvent, TableState, Unit } from '../src/policy/types';

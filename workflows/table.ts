@@ -108,7 +108,11 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
       },
     },
   );
-  setHandler(msg.state, () => ({ ...statusView(st, now()), stalledUnits: [...stalled] }));
+  setHandler(msg.state, () => {
+    const view = statusView(st, now());
+    const pressure = { writePressure: view.writePressure, backlog: view.backlog, hardBacklog: st.policy.hardBacklog, maxWriteDelayMs: st.policy.maxWriteDelayMs };
+    return { ...view, stalledUnits: [...stalled], pressure };
+  });
 
   // ---- carrying out decisions ----
   const execute = (d: Decision) => {

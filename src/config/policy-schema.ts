@@ -15,7 +15,7 @@ const cls = (def: 1 | 2 | 3 | 4) =>
 const DAY = 86_400;
 
 const perKind = <T extends z.ZodTypeAny>(merge: T, optimize: T, index: T, gc: T) =>
-  z.object({ merge, optimize, index, gc }).strict().default({});
+  z.object({ merge, optimize, index, gc }).strict().default({} as never);
 
 export const policySchema = z
   .object({

@@ -1,0 +1,43 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { loadConfig, type Config } from '../config/config-schema';
+import { connectClient } from '../client/connect';
+import { TableClient } from '../client/table-client';
+import { UsageError } from './args';
+
+// Everything at the edge: the config file (TURNSTILE_CONFIG) and environment are read
+// here and handed to the pure loader; clients are made from the result.
+
+export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  let file: unknown;
+  const p = env.TURNSTILE_CONFIG;
+  if (p) {
+    let text: string;
+    try {
+      text = fs.readFileSync(p, 'utf8');
+    } catch (e) {
+      throw new UsageError(`TURNSTILE_CONFIG: cannot read ${p}: ${(e as Error).message}`);
+    }
+    try {
+      file = JSON.parse(text);
+    } catch (e) {
+      throw new UsageError(`TURNSTILE_CONFIG: ${p} is not valid JSON: ${(e as Error).message}`);
+    }
+  }
+  const r = loadConfig(env, file);
+  if (!r.ok) throw new UsageError(`config: ${r.error}`);
+  return { ...r.config, dataRoot: path.resolve(r.config.dataRoot) };
+}
+
+export async function tableClient(config: Config): Promise<TableClient> {
+  const client = await connectClient(config.temporal);
+  return new TableClient(client, config.temporal.taskQueue);
+}
+
+export function readJsonFile(p: string, what: string): unknown {
+  try {
+    return JSON.parse(fs.readFileSync(p, 'utf8'));
+  } catch (e) {
+    throw new UsageError(`${what}: cannot read JSON from ${p}: ${(e as Error).message.split('\n')[0]}`);
+  }
+}

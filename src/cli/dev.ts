@@ -1,0 +1,81 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Worker } from '@temporalio/worker';
+import { startDevServer, type DevServer } from '../server/dev-server';
+import { createWorker } from '../worker/create-worker';
+import { PROJECT_ROOT } from '../paths';
+import { int, onlyFlags, str, UsageError, type Parsed } from './args';
+import { readConfig } from './context';
+import { runDemo } from './demo';
+
+// `turnstile dev`: the embedded default. Starts (or reuses) the Temporal dev server with
+// SQLite under --data, N workers, optionally the demo, and stops everything it started
+// on Ctrl-C.
+
+async function temporalBinary(): Promise<string> {
+  if (process.env.TEMPORAL_CLI_PATH) return process.env.TEMPORAL_CLI_PATH;
+  const mod = (await import(path.join(PROJECT_ROOT, 'scripts', 'ensure-temporal.mjs'))) as { ensureTemporal(): { binary?: string } };
+  return mod.ensureTemporal().binary!;
+}
+
+export async function dev(p: Parsed): Promise<void> {
+  onlyFlags(p, ['data', 'port', 'ui-port', 'workers', 'demo']);
+  const dir = path.resolve(str(p, 'data') ?? '.turnstile');
+  const port = int(p, 'port', 1, 65535, 7233);
+  const uiPort = int(p, 'ui-port', 1, 65535, 8233);
+  const workerCount = int(p, 'workers', 1, 32, 1);
+  fs.mkdirSync(dir, { recursive: true });
+
+  let server: DevServer | undefined;
+  const external = process.env.TEMPORAL_ADDRESS;
+  if (!external) {
+    const binary = await temporalBinary();
+    try {
+      server = await startDevServer({ binary, dbFile: path.join(dir, 'temporal.db'), port, uiPort, logFile: path.join(dir, 'temporal.log') });
+    } catch (e) {
+      throw new UsageError(`dev: could not start the Temporal dev server on port ${port} / UI ${uiPort} (in use? try --port/--ui-port; log: ${path.join(dir, 'temporal.log')}): ${(e as Error).message}`);
+    }
+  }
+  const config = readConfig({ ...process.env, TEMPORAL_ADDRESS: server?.address ?? external, TURNSTILE_DATA: process.env.TURNSTILE_DATA ?? path.join(dir, 'data') });
+  console.log(`Temporal gRPC: ${config.temporal.address}  namespace: ${config.temporal.namespace}`);
+  console.log(`Temporal UI:   ${server?.uiUrl ?? '(external server)'}`);
+  console.log(`Data:          ${config.dataRoot}`);
+
+  const workers: { worker: Worker; run: Promise<void>; close: () => Promise<void> }[] = [];
+  for (let i = 0; i < workerCount; i++) {
+    const { worker, connection } = await createWorker({
+      ...config.temporal,
+      deps: { dataRoot: config.dataRoot },
+      maxConcurrentActivities: config.worker.maxConcurrentActivities,
+      shutdownGraceSecs: config.worker.shutdownGraceSecs,
+      identity: `turnstile-dev-${process.pid}-${i}`,
+    });
+    workers.push({ worker, run: worker.run(), close: () => connection.close() });
+  }
+  console.log(`Workers:       ${workerCount} on task queue ${config.temporal.taskQueue}`);
+
+  const stopDemo = new AbortController();
+  let stopping = false;
+  const stop = async (why: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`\n${why}: stopping workers and the server ...`);
+    stopDemo.abort();
+    for (const w of workers) if (w.worker.getState() === 'RUNNING') w.worker.shutdown();
+    await Promise.allSettled(workers.map((w) => w.run));
+    await Promise.allSettled(workers.map((w) => w.close()));
+    await server?.stop();
+    console.log('stopped.');
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('Ctrl-C'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  console.log('Running; Ctrl-C stops everything started here.');
+
+  if (p.flags.demo) {
+    await runDemo(config, stopDemo.signal).catch((e: Error) => {
+      if (!stopping) console.error(`demo failed: ${e.message}`);
+    });
+  }
+  await Promise.all(workers.map((w) => w.run));
+}

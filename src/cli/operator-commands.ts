@@ -1,0 +1,89 @@
+import { KINDS, type Kind } from '../policy/types';
+import { validateTableName } from '../names';
+import { int, onlyFlags, positional, required, str, UsageError, type Parsed } from './args';
+import { readConfig, readJsonFile, tableClient } from './context';
+import { formatStatus } from './format-status';
+
+// Operator commands: status, bump, pause, resume, policy, wait-merged.
+
+function kindFlag(p: Parsed): Kind | null {
+  const k = str(p, 'kind');
+  if (k === undefined) return null;
+  if (!(KINDS as readonly string[]).includes(k)) throw new UsageError(`--kind: ${JSON.stringify(k)} is not a kind; accepted: ${KINDS.join(', ')}`);
+  return k as Kind;
+}
+
+const tableArg = (p: Parsed) => {
+  try {
+    return validateTableName(positional(p, 0, 'NAME'));
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+};
+
+export async function withTables<T>(fn: (t: Awaited<ReturnType<typeof tableClient>>) => Promise<T>): Promise<T> {
+  const t = await tableClient(readConfig());
+  try {
+    return await fn(t);
+  } finally {
+    await t.client.connection.close();
+  }
+}
+
+export async function status(p: Parsed): Promise<void> {
+  onlyFlags(p, ['json']);
+  const name = tableArg(p);
+  const s = await withTables((t) => t.status(name));
+  console.log(p.flags.json ? JSON.stringify(s, null, 2) : formatStatus(s));
+}
+
+export async function bump(p: Parsed): Promise<void> {
+  onlyFlags(p, ['kind', 'unit', 'class', 'reason', 'for']);
+  const name = tableArg(p);
+  const kind = kindFlag(p) ?? undefined;
+  const unitId = str(p, 'unit');
+  if ((kind === undefined) === (unitId === undefined)) throw new UsageError('bump: give exactly one of --kind K or --unit ID');
+  const req = {
+    kind,
+    unitId,
+    class: int(p, 'class', 1, 4, 1) as 1 | 2 | 3 | 4,
+    reason: required(p, 'reason', 'why, shown in status and the UI'),
+    forSecs: int(p, 'for', 1, 604800, 600),
+  };
+  await withTables((t) => t.bump(name, req));
+  console.log(`bumped ${kind ?? unitId} of ${name} to class ${req.class} for ${req.forSecs} s`);
+}
+
+export async function pauseOrResume(p: Parsed, action: 'pause' | 'resume'): Promise<void> {
+  onlyFlags(p, ['kind']);
+  const name = tableArg(p);
+  const kind = kindFlag(p);
+  await withTables((t) => t[action](name, { kind }));
+  console.log(`${action === 'pause' ? 'paused' : 'resumed'} ${kind ? `kind ${kind} of ` : ''}${name}`);
+}
+
+export async function policy(p: Parsed): Promise<void> {
+  onlyFlags(p, ['set']);
+  const name = tableArg(p);
+  const override = readJsonFile(required(p, 'set', 'a JSON file with policy keys'), '--set');
+  // The workflow's update validator checks it (unknown keys, ranges) against the
+  // table's current policy and rejects with one line; the workflow keeps running.
+  const next = await withTables((t) => t.setPolicy(name, override as object)).catch((e: Error & { cause?: Error }) => {
+    throw new UsageError(`policy: ${(e.cause?.message ?? e.message).split('\n')[0]}`);
+  });
+  console.log(JSON.stringify(next, null, 2));
+}
+
+export async function waitMerged(p: Parsed): Promise<void> {
+  onlyFlags(p, ['shard', 'seq', 'timeout']);
+  const name = tableArg(p);
+  const shard = required(p, 'shard', 'a shard name, e.g. s0');
+  const seq = int(p, 'seq', 0, Number.MAX_SAFE_INTEGER);
+  const timeoutSecs = int(p, 'timeout', 1, 86400, 600);
+  const { MergeWaiter } = await import('../client/merge-waiter');
+  const r = await withTables(async (t) => {
+    const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new UsageError(`wait-merged: seq ${seq} of ${name}/${shard} not merged within ${timeoutSecs} s`)), timeoutSecs * 1000).unref());
+    return Promise.race([new MergeWaiter(t.client).wait(name, shard, seq), timeout]);
+  });
+  console.log(`merged ${name}/${shard} seq ${seq} (merged through ${r.mergedThroughSeq}) in table version ${r.version}`);
+}

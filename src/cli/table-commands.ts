@@ -1,0 +1,47 @@
+import { createTableMeta, listTables, readTableMeta } from '../storage/generation-store';
+import { shardNames, validateColumnName, validateTableName } from '../names';
+import { workflowArgsFor } from '../client/table-writer';
+import { int, onlyFlags, positional, required, str, UsageError, type Parsed } from './args';
+import { readConfig, readJsonFile } from './context';
+import { withTables } from './operator-commands';
+
+// `table create` writes the table's metadata and starts its workflow; `table list`
+// lists tables from the storage root next to their workflows' visibility state.
+
+const asUsage = <T>(fn: () => T): T => {
+  try {
+    return fn();
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+};
+
+export async function create(p: Parsed): Promise<void> {
+  onlyFlags(p, ['key', 'shards', 'policy']);
+  const name = asUsage(() => validateTableName(positional(p, 0, 'NAME')));
+  const key = asUsage(() => validateColumnName(required(p, 'key', 'the primary-key column')));
+  const shards = shardNames(int(p, 'shards', 1, 256, 1));
+  const policyFile = str(p, 'policy');
+  const policy = policyFile ? (readJsonFile(policyFile, '--policy') as object) : undefined;
+  const config = readConfig();
+  const meta = await createTableMeta(config.dataRoot, { name, key, shards, indices: [] }).catch((e: Error) => {
+    throw new UsageError(e.message);
+  });
+  await withTables((t) => t.start({ ...workflowArgsFor(meta), policy }));
+  console.log(`created table ${name} (key ${key}, shards ${shards.join(',')}) under ${config.dataRoot}; workflow table/${name}`);
+}
+
+export async function list(p: Parsed): Promise<void> {
+  onlyFlags(p, ['json']);
+  const config = readConfig();
+  const names = await listTables(config.dataRoot);
+  const running = new Map((await withTables((t) => t.list())).map((r) => [r.table, r]));
+  const rows = await Promise.all(
+    [...new Set([...names, ...running.keys()])].sort().map(async (table) => {
+      const meta = names.includes(table) ? await readTableMeta(config.dataRoot, table) : null;
+      return { table, key: meta?.key ?? null, shards: meta?.shards ?? [], workflow: running.has(table) ? 'running' : 'not running' };
+    }),
+  );
+  if (p.flags.json) console.log(JSON.stringify(rows, null, 2));
+  else for (const r of rows) console.log(`${r.table}  key ${r.key ?? '?'}  shards ${r.shards.length}  workflow ${r.workflow}`);
+}

@@ -1,0 +1,66 @@
+import type { Client } from '@temporalio/client';
+import { workflowIdForTable } from '../names';
+import { awaitMergedSchema, type AwaitMergedResult } from '../wire';
+import * as msg from '../../workflows/messages';
+
+// Read-your-merges without polling. Temporal allows only 10 updates in flight per
+// workflow, so one process coalesces its waits: per (table, shard) there is at most one
+// awaitMerged update in flight, for the highest seq anyone asked for; each answer
+// resolves every waiter it covers.
+
+interface Waiter {
+  seq: number;
+  resolve: (r: AwaitMergedResult) => void;
+  reject: (e: unknown) => void;
+}
+
+export class MergeWaiter {
+  private readonly waiting = new Map<string, Waiter[]>();
+  private readonly inFlight = new Set<string>();
+
+  constructor(private readonly client: Client) {}
+
+  wait(table: string, shard: string, seq: number): Promise<AwaitMergedResult> {
+    const r = awaitMergedSchema.safeParse({ shard, seq });
+    if (!r.success) return Promise.reject(new Error(`wait-merged: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`));
+    const key = `${table}\u0000${shard}`;
+    return new Promise((resolve, reject) => {
+      const list = this.waiting.get(key) ?? [];
+      list.push({ seq, resolve, reject });
+      this.waiting.set(key, list);
+      void this.pump(table, shard, key);
+    });
+  }
+
+  private async pump(table: string, shard: string, key: string): Promise<void> {
+    if (this.inFlight.has(key)) return;
+    this.inFlight.add(key);
+    try {
+      for (;;) {
+        const list = this.waiting.get(key) ?? [];
+        if (list.length === 0) return;
+        const target = Math.max(...list.map((w) => w.seq));
+        let res: AwaitMergedResult;
+        try {
+          // Across continue-as-new the run answers merged=false; the handle follows the
+          // workflow id to the new run, so asking again is enough.
+          res = await this.client.workflow.getHandle(workflowIdForTable(table)).executeUpdate(msg.awaitMerged, { args: [{ shard, seq: target }] });
+        } catch (e) {
+          this.waiting.delete(key);
+          for (const w of list) w.reject(e);
+          return;
+        }
+        const remaining = (this.waiting.get(key) ?? []).filter((w) => {
+          if (res.mergedThroughSeq >= w.seq) {
+            w.resolve({ ...res, seq: w.seq, merged: true });
+            return false;
+          }
+          return true;
+        });
+        this.waiting.set(key, remaining);
+      }
+    } finally {
+      this.inFlight.delete(key);
+    }
+  }
+}

@@ -1,0 +1,85 @@
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { workflowIdForTable } from '../names';
+import { bumpSchema, demandSchema, pauseSchema, type BumpRequest, type Demand, type PauseRequest } from '../wire';
+import { applyOverride, defaultPolicy, type PolicyOverride } from '../config/policy-schema';
+import * as msg from '../../workflows/messages';
+import type { StatusView } from '../../workflows/messages';
+import { tableWorkflow, type TableWorkflowArgs } from '../../workflows';
+import type { Policy } from '../policy/types';
+
+// The client side of a table: every call validates its input with the same schemas
+// the workflow uses, so bad input fails here with one line and nothing is sent.
+
+function check<T>(r: { success: true; data: T } | { success: false; error: { issues: { path: (string | number)[]; message: string }[] } }, what: string): T {
+  if (r.success) return r.data;
+  throw new Error(`${what}: ${r.error.issues.map((i) => `${i.path.join('.') || 'value'}: ${i.message}`).join('; ')}`);
+}
+
+export class TableClient {
+  constructor(
+    readonly client: Client,
+    readonly taskQueue: string,
+  ) {}
+
+  handle(table: string) {
+    return this.client.workflow.getHandle(workflowIdForTable(table));
+  }
+
+  /** Starts the table's workflow; fails if it already runs. */
+  async start(args: TableWorkflowArgs): Promise<void> {
+    if (args.policy) {
+      const r = applyOverride(defaultPolicy(), args.policy);
+      if (!r.ok) throw new Error(`policy: ${r.error}`);
+    }
+    try {
+      await this.client.workflow.start(tableWorkflow, { workflowId: workflowIdForTable(args.table), taskQueue: this.taskQueue, args: [args] });
+    } catch (e) {
+      if (e instanceof WorkflowExecutionAlreadyStartedError) throw new Error(`table ${args.table}: already exists`);
+      throw e;
+    }
+  }
+
+  /** Registers and signals in one call: starts the workflow if it is not running. */
+  async demand(args: TableWorkflowArgs, d: Demand): Promise<void> {
+    const demand = check(demandSchema.safeParse(d), 'demand');
+    await this.client.workflow.signalWithStart(tableWorkflow, {
+      workflowId: workflowIdForTable(args.table),
+      taskQueue: this.taskQueue,
+      args: [args],
+      signal: msg.demand,
+      signalArgs: [demand],
+    });
+  }
+
+  async status(table: string): Promise<StatusView> {
+    return this.handle(table).query(msg.state);
+  }
+
+  async bump(table: string, req: BumpRequest): Promise<void> {
+    check(bumpSchema.safeParse(req), 'bump');
+    await this.handle(table).signal(msg.bump, req);
+  }
+
+  async pause(table: string, req: PauseRequest = {}): Promise<void> {
+    check(pauseSchema.safeParse(req), 'pause');
+    await this.handle(table).signal(msg.pause, req);
+  }
+
+  async resume(table: string, req: PauseRequest = {}): Promise<void> {
+    check(pauseSchema.safeParse(req), 'resume');
+    await this.handle(table).signal(msg.resume, req);
+  }
+
+  async setPolicy(table: string, override: PolicyOverride): Promise<Policy> {
+    return this.handle(table).executeUpdate(msg.setPolicy, { args: [override] });
+  }
+
+  /** Tables with a running workflow, from visibility. */
+  async list(): Promise<{ table: string; status: string; startTime: Date }[]> {
+    const out: { table: string; status: string; startTime: Date }[] = [];
+    for await (const wf of this.client.workflow.list({ query: `WorkflowType = 'tableWorkflow' AND ExecutionStatus = 'Running'` })) {
+      out.push({ table: wf.workflowId.replace(/^table\//, ''), status: wf.status.name, startTime: wf.startTime });
+    }
+    return out.sort((a, b) => a.table.localeCompare(b.table));
+  }
+}

@@ -1,0 +1,53 @@
+import { readTableMeta, type TableMeta } from '../storage/generation-store';
+import { writeGeneration, type WritePressure, type WriteGenerationResult } from '../writer';
+import type { ArrowTable } from '../storage/arrow';
+import type { Row } from '../storage/records';
+import type { TableWorkflowArgs } from '../../workflows';
+import type { TableClient } from './table-client';
+
+// A writer bound to one table: seals generations into the store, sends the demand with
+// signal-with-start (so the first write also starts the table's workflow), and carries
+// the table's last published write pressure into the next seal.
+
+export const workflowArgsFor = (meta: TableMeta): TableWorkflowArgs => ({ table: meta.name, key: meta.key, shards: meta.shards });
+
+export class TableWriter {
+  private pressure: WritePressure | undefined;
+
+  private constructor(
+    private readonly tables: TableClient,
+    private readonly root: string,
+    readonly meta: TableMeta,
+  ) {}
+
+  static async open(tables: TableClient, root: string, table: string): Promise<TableWriter> {
+    return new TableWriter(tables, root, await readTableMeta(root, table));
+  }
+
+  /** Asks the table for its pressure now (a query); used before the first seal. */
+  async refreshPressure(): Promise<WritePressure | undefined> {
+    try {
+      const s = await this.tables.status(this.meta.name);
+      this.pressure = s.pressure;
+    } catch {
+      this.pressure = undefined; // no workflow yet: nothing to wait for
+    }
+    return this.pressure;
+  }
+
+  async write(shard: string, rows: ArrowTable | readonly Row[]): Promise<WriteGenerationResult> {
+    if (!this.meta.shards.includes(shard)) throw new Error(`--shard: ${JSON.stringify(shard)} is not a shard of ${this.meta.name}; accepted: ${this.meta.shards.join(', ')}`);
+    const result = await writeGeneration({
+      root: this.root,
+      table: this.meta.name,
+      shard,
+      rows,
+      pressure: this.pressure,
+      signal: async (demand) => {
+        await this.tables.demand(workflowArgsFor(this.meta), demand);
+        return undefined;
+      },
+    });
+    return result;
+  }
+}

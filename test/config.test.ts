@@ -1,0 +1,45 @@
+import { describe, expect, test } from 'vitest';
+import { loadConfig } from '../src/config/config-schema';
+import { applyOverride, defaultPolicy, parsePolicy, POLICY_DOCS } from '../src/config/policy-schema';
+
+describe('policy schema', () => {
+  test('every key has a default and documentation', () => {
+    const p = defaultPolicy();
+    expect(Object.keys(POLICY_DOCS).sort()).toEqual(Object.keys(p).sort());
+    expect(p.maxTurnWaitSecs.optimize).toBe(120);
+    expect(p.hardBacklog).toBeGreaterThan(p.softBacklog);
+  });
+
+  test('unknown keys and out-of-range values are named in one line', () => {
+    const r = parsePolicy({ bogus: 1, maxTurnWaitSecs: { optimize: -3 } });
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.error).toContain('bogus: unknown key');
+    expect(r.error).toContain('maxTurnWaitSecs.optimize: must be an integer in [1, 86400]');
+    expect(r.error).not.toContain('\n');
+  });
+
+  test('an override merges per-kind maps key by key', () => {
+    const r = applyOverride(defaultPolicy(), { maxTurnWaitSecs: { optimize: 5 } });
+    expect(r.ok && r.policy.maxTurnWaitSecs).toEqual({ ...defaultPolicy().maxTurnWaitSecs, optimize: 5 });
+  });
+
+  test('hardBacklog must exceed softBacklog', () => {
+    const r = applyOverride(defaultPolicy(), { softBacklog: 5000 });
+    expect(r).toEqual({ ok: false, error: 'hardBacklog: must be greater than softBacklog (5000)' });
+  });
+});
+
+describe('config loader', () => {
+  test('environment wins over the file; defaults fill the rest', () => {
+    const r = loadConfig({ TEMPORAL_ADDRESS: 'h:1', TURNSTILE_DATA: '/d' }, { temporal: { address: 'x:2', namespace: 'ns' } });
+    expect(r.ok && r.config.temporal).toEqual({ address: 'h:1', namespace: 'ns', taskQueue: 'turnstile' });
+    expect(r.ok && r.config.dataRoot).toBe('/d');
+    expect(r.ok && r.config.policy).toEqual(defaultPolicy());
+  });
+
+  test('unknown keys in the file are errors', () => {
+    expect(loadConfig({}, { temporal: { adress: 'x' } })).toEqual({ ok: false, error: 'temporal.adress: unknown key' });
+    expect(loadConfig({}, { policy: { softBacklog: -1 } })).toEqual({ ok: false, error: 'policy.softBacklog: must be an integer in [0, 1000000]' });
+  });
+});

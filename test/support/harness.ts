@@ -1,0 +1,103 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { inject } from 'vitest';
+import type { Client } from '@temporalio/client';
+import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
+import { connectClient } from '../../src/client/connect';
+import { TableClient } from '../../src/client/table-client';
+import { createWorker, workflowBundle } from '../../src/worker/create-worker';
+import type { ActivityDeps } from '../../activities';
+
+// An integration-test harness against the real server of global-setup.ts: a temporary
+// storage root, a unique task queue, real workers, a client. Names are unique per test.
+
+export interface Harness {
+  address: string;
+  dataRoot: string;
+  taskQueue: string;
+  client: Client;
+  tables: TableClient;
+  workers: Worker[];
+  /** Starts one more worker on the same task queue (workers scale horizontally). */
+  addWorker(deps?: Partial<ActivityDeps>): Promise<Worker>;
+  stopWorker(w: Worker): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const uniqueName = (prefix: string): string => `${prefix}-${randomUUID().slice(0, 8)}`;
+
+let runtimeInstalled = false;
+function quietRuntime(): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+}
+
+export async function startHarness(opts: { name: string; deps?: Partial<ActivityDeps>; workers?: number }): Promise<Harness> {
+  quietRuntime();
+  const address = inject('temporalAddress');
+  const dataRoot = fs.mkdtempSync(path.join(os.tmpdir(), `turnstile-${opts.name}-`));
+  const taskQueue = uniqueName(`tq-${opts.name}`);
+  const client = await connectClient({ address, namespace: 'default' });
+  const running = new Map<Worker, { done: Promise<void>; close: () => Promise<void> }>();
+  const bundle = await workflowBundle();
+
+  const addWorker = async (deps?: Partial<ActivityDeps>): Promise<Worker> => {
+    const { worker, connection } = await createWorker({
+      address,
+      namespace: 'default',
+      taskQueue,
+      bundle,
+      deps: { dataRoot, ...opts.deps, ...deps },
+      shutdownGraceSecs: 2,
+    });
+    const done = worker.run();
+    running.set(worker, { done, close: () => connection.close() });
+    return worker;
+  };
+  const stopWorker = async (w: Worker): Promise<void> => {
+    const r = running.get(w);
+    if (!r) return;
+    running.delete(w);
+    if (w.getState() === 'RUNNING') w.shutdown();
+    await r.done.catch(() => undefined);
+    await r.close();
+  };
+  for (let i = 0; i < (opts.workers ?? 1); i++) await addWorker();
+
+  return {
+    address,
+    dataRoot,
+    taskQueue,
+    client,
+    tables: new TableClient(client, taskQueue),
+    get workers() {
+      return [...running.keys()];
+    },
+    addWorker,
+    stopWorker,
+    async close() {
+      for (const w of [...running.keys()]) await stopWorker(w);
+      await client.connection.close();
+      fs.rmSync(dataRoot, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Polls `fn` until it returns a truthy value; the test's own timeout bounds it. */
+export async function eventually<T>(fn: () => Promise<T | undefined | null | false>, what: string, timeoutMs = 60_000, everyMs = 250): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+}
