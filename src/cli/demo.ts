@@ -40,7 +40,7 @@ export async function runDemo(config: Config, signal: AbortSignal, generations =
     for (let g = 0; g < generations && !signal.aborted; g++) {
       for (const shard of meta.shards) {
         // Overlapping key ranges: later generations overwrite earlier rows.
-        const rows = generateRows({ keys: [g * 50, g * 50 + 199], count: 100, shard, shards: meta.shards, seed: g + 1 });
+        const rows = generateRows({ keys: [g * 50, g * 50 + 199], count: 80, shard, shards: meta.shards, seed: g + 1 });
         const r = await writer.write(shard, rows);
         console.log(`demo: sealed ${shard} seq ${r.seq} (${rows.length} rows)`);
       }

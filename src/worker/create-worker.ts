@@ -1,6 +1,7 @@
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../../activities';
 import { WORKFLOWS_PATH } from '../paths';
+import { installQuietRuntime } from './runtime';
 
 // A Turnstile worker: stateless and identical to every other; run as many as needed on
 // the same task queue. The worker owns its connections; activities get theirs from deps.
@@ -26,6 +27,7 @@ export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
 }
 
 export async function createWorker(opts: WorkerOptions): Promise<{ worker: Worker; connection: NativeConnection }> {
+  installQuietRuntime(process.env.TURNSTILE_LOG_LEVEL === 'debug' ? 'DEBUG' : 'WARN');
   const connection = await NativeConnection.connect({ address: opts.address });
   const worker = await Worker.create({
     connection,

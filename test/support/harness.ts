@@ -4,7 +4,8 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
 import type { Client } from '@temporalio/client';
-import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
+import type { Worker } from '@temporalio/worker';
+import { installQuietRuntime } from '../../src/worker/runtime';
 import { connectClient } from '../../src/client/connect';
 import { TableClient } from '../../src/client/table-client';
 import { createWorker, workflowBundle } from '../../src/worker/create-worker';
@@ -28,15 +29,8 @@ export interface Harness {
 
 export const uniqueName = (prefix: string): string => `${prefix}-${randomUUID().slice(0, 8)}`;
 
-let runtimeInstalled = false;
-function quietRuntime(): void {
-  if (runtimeInstalled) return;
-  runtimeInstalled = true;
-  Runtime.install({ logger: new DefaultLogger('WARN') });
-}
-
 export async function startHarness(opts: { name: string; deps?: Partial<ActivityDeps>; workers?: number }): Promise<Harness> {
-  quietRuntime();
+  installQuietRuntime();
   const address = inject('temporalAddress');
   const dataRoot = fs.mkdtempSync(path.join(os.tmpdir(), `turnstile-${opts.name}-`));
   const taskQueue = uniqueName(`tq-${opts.name}`);
