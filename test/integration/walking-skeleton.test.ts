@@ -5,6 +5,7 @@ import { TableWriter } from '../../src/client/table-writer';
 import { MergeWaiter } from '../../src/client/merge-waiter';
 import { startHarness, uniqueName, type Harness } from '../support/harness';
 import { newestPerKey, readTableRows } from '../support/lance-read';
+import { recordHistory } from '../support/record-history';
 
 // The whole path once, real on both ends: three generations with overlapping keys are
 // sealed on one shard, the demand signal starts the table workflow, the merge lands in a
@@ -45,4 +46,5 @@ test('three overlapping generations merge into exactly the newest row per key', 
   expect(status.shards).toEqual([expect.objectContaining({ shard: 's0', sealedThroughSeq: 3, mergedThroughSeq: 3 })]);
   expect(status.backlog).toBe(0);
   expect(status.counters.turns.merge).toBeGreaterThanOrEqual(1);
+  await recordHistory(h.client, h.tables.handle(table), 'walking-skeleton');
 });

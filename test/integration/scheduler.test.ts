@@ -1,0 +1,173 @@
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { createTableMeta } from '../../src/storage/generation-store';
+import { TableWriter, workflowArgsFor } from '../../src/client/table-writer';
+import { MergeWaiter } from '../../src/client/merge-waiter';
+import type { PolicyOverride } from '../../src/config/policy-schema';
+import { shardNames } from '../../src/names';
+import * as msg from '../../workflows/messages';
+import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';
+import { readTableRows } from '../support/lance-read';
+import { Load } from '../support/load';
+import { activityRuns, isCommit, longestTurnMs } from '../support/history';
+import { recordHistory } from '../support/record-history';
+
+// The turn scheduler on the real server: bounded waits under a hot merger, bumps,
+// pauses, continue-as-new under load, and bad input that must not hurt the workflow.
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ name: 'sched' });
+});
+afterAll(async () => h?.close());
+
+async function newTable(prefix: string, policy: PolicyOverride, extra: { continueAsNewAtEvents?: number } = {}, hh: Harness = h) {
+  const table = uniqueName(prefix);
+  const meta = await createTableMeta(hh.dataRoot, { name: table, key: 'id', shards: shardNames(2), indices: [] });
+  await hh.tables.start({ ...workflowArgsFor(meta), policy, ...extra });
+  const writer = await TableWriter.open(hh.tables, hh.dataRoot, table);
+  return { table, writer, handle: hh.tables.handle(table) };
+}
+
+async function expectExact(table: string, load: Load, hh: Harness = h) {
+  const waiter = new MergeWaiter(hh.client);
+  for (const shard of ['s0', 's1']) {
+    const r = await waiter.wait(table, shard, load.sealedThrough(shard));
+    expect(r.mergedThroughSeq).toBe(load.sealedThrough(shard));
+  }
+  const model = load.model();
+  const { count, rows } = await readTableRows(hh.dataRoot, table);
+  expect(count).toBe(model.size);
+  for (const [k, want] of model) expect(rows.get(k), `row ${k}`).toEqual(want);
+}
+
+// Only merges and the kind under test: index and gc never become due by themselves.
+const QUIET = { periodSecs: { index: 0, gc: 0 } };
+
+test('a commit-ready optimize waits at most maxTurnWaitSecs plus the longest turn behind a hot merger', async () => {
+  // Commits of merges take 400 ms longer (a large table): while one shard's merge holds
+  // the turn the other shard's is prepared, so a merge is always commit-ready.
+  const slow = await startHarness({
+    name: 'hot',
+    deps: { faults: { freezeProgress: (p) => (p.activity === 'commitMerge' && p.phase === 'commit' ? new Promise((r) => setTimeout(r, 400)) : undefined) } },
+  });
+  try {
+    const { table, writer, handle } = await newTable('hot', {
+      ...QUIET,
+      periodSecs: { optimize: 2, index: 0, gc: 0 },
+      maxTurnWaitSecs: { optimize: 3 },
+      // Merges may take every turn in a row: only the promotion timer can get optimize in.
+      maxConsecutiveTurns: { merge: 1000 },
+    }, {}, slow);
+    const load = new Load(writer, { rowsPerGeneration: 500, keySpan: 20_000, pauseMs: 0 });
+    load.start();
+    await eventually(async () => (await slow.tables.status(table)).counters.turns.optimize >= 2, 'two optimize turns', 90_000, 500);
+    await load.stop();
+    await expectExact(table, load, slow);
+
+    const status = await slow.tables.status(table);
+    const runs = await activityRuns(handle);
+    const longestSecs = longestTurnMs(runs) / 1000;
+    const waited = status.counters.maxTurnWaitSecs.optimize;
+    console.log(`hot merger: merge turns ${status.counters.turns.merge}, optimize turns ${status.counters.turns.optimize}, optimize max wait ${waited} s, merge max wait ${status.counters.maxTurnWaitSecs.merge} s, longest turn ${longestSecs} s`);
+    // The merger really was hot: optimize got in only by promotion ...
+    expect(waited).toBeGreaterThanOrEqual(3);
+    // ... and no later than the bound (status rounds to milliseconds).
+    expect(waited).toBeLessThanOrEqual(3 + longestSecs + 0.01);
+    await recordHistory(slow.client, handle, 'hot-merger');
+  } finally {
+    await slow.close();
+  }
+});
+
+test('bump of optimize to class 1 makes it the very next turn', async () => {
+  const { table, writer, handle } = await newTable('bump', { ...QUIET, periodSecs: { optimize: 0, index: 0, gc: 0 } });
+  const load = new Load(writer, { rowsPerGeneration: 200, keySpan: 5000, pauseMs: 20 });
+  load.start();
+  await eventually(async () => (await h.tables.status(table)).counters.turns.merge >= 5, 'merges under way', 60_000);
+  await h.tables.bump(table, { kind: 'optimize', class: 1, reason: 'integration test' });
+  await eventually(async () => (await h.tables.status(table)).counters.turns.optimize >= 1, 'the optimize turn', 60_000);
+  await load.stop();
+
+  const runs = await activityRuns(handle);
+  const planned = runs.find((r) => r.type === 'planOptimize' && r.outcome === 'completed')!;
+  expect(planned).toBeDefined();
+  // The first turn granted after optimize became commit-ready is optimize's.
+  const next = runs.find((r) => isCommit(r) && r.scheduledEventId > planned.closedEventId!);
+  expect(next?.type).toBe('commitOptimize');
+  await expectExact(table, load);
+  await recordHistory(h.client, handle, 'bump');
+});
+
+test('pause --kind merge holds merges with a visible reason while optimize goes on; resume loses nothing', async () => {
+  const { table, writer, handle } = await newTable('pause', { ...QUIET, periodSecs: { optimize: 0, index: 0, gc: 0 } });
+  const load = new Load(writer, { rowsPerGeneration: 100, keySpan: 2000, pauseMs: 0 });
+  for (let i = 0; i < 2; i++) for (const s of ['s0', 's1']) await load.writeOne(s);
+  await new MergeWaiter(h.client).wait(table, 's1', 2);
+  await new MergeWaiter(h.client).wait(table, 's0', 2);
+
+  await h.tables.pause(table, { kind: 'merge' });
+  await eventually(async () => (await h.tables.status(table)).pausedKinds.includes('merge'), 'pause applied');
+  for (let i = 0; i < 3; i++) for (const s of ['s0', 's1']) await load.writeOne(s);
+  const held = await eventually(async () => {
+    const s = await h.tables.status(table);
+    return s.backlog === 6 && s.queue.filter((q) => q.kind === 'merge').length === 2 ? s : null;
+  }, 'merges queued while paused');
+  for (const q of held.queue.filter((q) => q.kind === 'merge')) expect(q.reason).toMatch(/paused by operator/);
+  expect(held.shards.map((s) => s.mergedThroughSeq)).toEqual([2, 2]);
+
+  // Another kind still takes turns while merges are paused.
+  await h.tables.bump(table, { kind: 'optimize', class: 1, reason: 'other kinds go on' });
+  await eventually(async () => (await h.tables.status(table)).counters.turns.optimize >= 1, 'optimize while merge paused');
+  expect((await h.tables.status(table)).shards.map((s) => s.mergedThroughSeq)).toEqual([2, 2]);
+
+  await h.tables.resume(table, { kind: 'merge' });
+  await expectExact(table, load);
+  expect((await h.tables.status(table)).pausedKinds).toEqual([]);
+  await recordHistory(h.client, handle, 'pause-resume');
+});
+
+test('continue-as-new forced mid-load keeps watermarks, queue and counters; nothing lost', async () => {
+  const { table, writer, handle } = await newTable('can', { ...QUIET, periodSecs: { optimize: 5, index: 0, gc: 0 } }, { continueAsNewAtEvents: 120 });
+  const firstRunId = (await handle.describe()).runId;
+  const load = new Load(writer, { rowsPerGeneration: 100, keySpan: 3000, pauseMs: 30 });
+  load.start();
+  let turnsSeen = 0;
+  // Counters must never go backwards across runs.
+  await eventually(async () => {
+    const s = await h.tables.status(table);
+    const turns = s.counters.turns.merge;
+    expect(turns).toBeGreaterThanOrEqual(turnsSeen);
+    turnsSeen = turns;
+    const d = await handle.describe();
+    return d.runId !== firstRunId && turns >= 20 ? true : null;
+  }, 'a continue-as-new and 20 merge turns', 90_000, 300);
+  await load.stop();
+  await expectExact(table, load);
+  const status = await h.tables.status(table);
+  expect(status.counters.merges).toBeGreaterThanOrEqual(turnsSeen);
+  expect(status.shards.map((s) => s.sealedThroughSeq)).toEqual([load.sealedThrough('s0'), load.sealedThrough('s1')]);
+  await recordHistory(h.client, handle, 'continue-as-new');
+});
+
+test('bad input is refused with one line and the workflow keeps running', async () => {
+  const { table, handle } = await newTable('bad', QUIET);
+  // Client-side validation: nothing is sent.
+  await expect(h.tables.bump(table, { kind: 'compact' as never, reason: 'x' })).rejects.toThrow(/^bump: kind: must be one of merge, optimize, index, gc$/);
+  // Sent anyway, raw: the workflow ignores it instead of failing its task.
+  await handle.signal(msg.bump, { kind: 'compact' as never, reason: 'x' });
+  // Update validators reject before anything is written to history.
+  const err1 = await handle.executeUpdate(msg.awaitMerged, { args: [{ shard: 's0', seq: -1 }] }).catch((e: Error & { cause?: Error }) => e.cause?.message ?? e.message);
+  expect(err1).toMatch(/^awaitMerged: seq: must be an integer >= 0$/);
+  const err2 = await h.tables.setPolicy(table, { bogus: 1 } as never).catch((e: Error & { cause?: Error }) => e.cause?.message ?? e.message);
+  expect(err2).toBe('bogus: unknown key');
+  const err3 = await h.tables.setPolicy(table, { maxTurnWaitSecs: { optimize: -5 } }).catch((e: Error & { cause?: Error }) => e.cause?.message ?? e.message);
+  expect(err3).toBe('maxTurnWaitSecs.optimize: must be an integer in [1, 86400]');
+
+  // Still running and still answering; a valid policy change still applies.
+  expect((await handle.describe()).status.name).toBe('RUNNING');
+  const p = await h.tables.setPolicy(table, { maxTurnWaitSecs: { optimize: 7 } });
+  expect(p.maxTurnWaitSecs.optimize).toBe(7);
+  const s = await h.tables.status(table);
+  expect(s.table).toBe(table);
+  await recordHistory(h.client, handle, 'bad-input');
+});

@@ -1,0 +1,29 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { expect, test } from 'vitest';
+import { Worker } from '@temporalio/worker';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
+import { workflowBundle } from '../../src/worker/create-worker';
+import { HISTORIES_DIR } from '../support/record-history';
+
+// Histories recorded from the integration tests (TURNSTILE_RECORD_HISTORIES=1) are
+// replayed against the current workflow code: a change in command order fails here.
+
+const files = fs.existsSync(HISTORIES_DIR) ? fs.readdirSync(HISTORIES_DIR).filter((f) => f.endsWith('.json')).sort() : [];
+
+test('recorded histories are checked in', () => {
+  expect(files.length).toBeGreaterThanOrEqual(5);
+});
+
+test('every recorded history replays without nondeterminism', async () => {
+  const histories = files.map((f) => ({ workflowId: f.replace(/\.json$/, ''), history: historyFromJSON(JSON.parse(fs.readFileSync(path.join(HISTORIES_DIR, f), 'utf8'))) }));
+  const results = Worker.runReplayHistories({ workflowBundle: await workflowBundle(), replayName: 'turnstile-replay' }, histories);
+  const failures: string[] = [];
+  let replayed = 0;
+  for await (const r of results) {
+    replayed++;
+    if (r.error) failures.push(`${r.workflowId}: ${r.error.message}`);
+  }
+  expect(failures).toEqual([]);
+  expect(replayed).toBe(files.length);
+}, 180_000);

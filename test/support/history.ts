@@ -1,0 +1,53 @@
+import type { WorkflowHandle } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+
+const E = temporal.api.enums.v1.EventType;
+
+export interface ActivityRun {
+  type: string;
+  scheduledAtMs: number;
+  closedAtMs: number | null;
+  scheduledEventId: number;
+  closedEventId: number | null;
+  outcome: 'completed' | 'failed' | 'timedOut' | 'canceled' | null;
+}
+
+const ms = (t: { seconds?: unknown; nanos?: number | null } | null | undefined): number =>
+  t ? Number(t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6) : 0;
+
+/** Every activity of one run in scheduling order, with when it closed and how. */
+export async function activityRuns(handle: WorkflowHandle): Promise<ActivityRun[]> {
+  const history = await handle.fetchHistory();
+  const byId = new Map<number, ActivityRun>();
+  const runs: ActivityRun[] = [];
+  for (const e of history.events ?? []) {
+    const id = Number(e.eventId);
+    const at = ms(e.eventTime);
+    if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) {
+      const r: ActivityRun = { type: e.activityTaskScheduledEventAttributes!.activityType!.name!, scheduledAtMs: at, closedAtMs: null, scheduledEventId: id, closedEventId: null, outcome: null };
+      byId.set(id, r);
+      runs.push(r);
+      continue;
+    }
+    const close: [ActivityRun['outcome'], { scheduledEventId?: unknown } | null | undefined][] = [
+      ['completed', e.activityTaskCompletedEventAttributes],
+      ['failed', e.activityTaskFailedEventAttributes],
+      ['timedOut', e.activityTaskTimedOutEventAttributes],
+      ['canceled', e.activityTaskCanceledEventAttributes],
+    ];
+    for (const [outcome, attrs] of close) {
+      if (!attrs) continue;
+      const r = byId.get(Number(attrs.scheduledEventId));
+      if (r) Object.assign(r, { closedAtMs: at, closedEventId: id, outcome });
+    }
+  }
+  return runs;
+}
+
+export const COMMIT_ACTIVITIES = ['commitMerge', 'commitOptimize', 'ensureIndex', 'gc'];
+export const isCommit = (r: ActivityRun): boolean => COMMIT_ACTIVITIES.includes(r.type);
+
+/** Longest turn: from a commit's scheduling (the grant) to its close. */
+export function longestTurnMs(runs: ActivityRun[]): number {
+  return Math.max(0, ...runs.filter(isCommit).map((r) => (r.closedAtMs ?? r.scheduledAtMs) - r.scheduledAtMs));
+}

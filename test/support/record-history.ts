@@ -1,0 +1,30 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+
+export const HISTORIES_DIR = path.resolve(__dirname, '..', 'histories');
+
+/**
+ * With TURNSTILE_RECORD_HISTORIES=1, saves the workflow's history (every run of it, in
+ * order) under test/histories/<name>-<n>.json for the replay test. Recording is opt-in so
+ * an ordinary test run never rewrites checked-in files.
+ */
+export async function recordHistory(client: Client, handle: WorkflowHandle, name: string): Promise<void> {
+  if (process.env.TURNSTILE_RECORD_HISTORIES !== '1') return;
+  fs.mkdirSync(HISTORIES_DIR, { recursive: true });
+  let runId: string | undefined = (await handle.describe()).runId;
+  // Walk back from the latest run through continue-as-new links.
+  const runs: string[] = [];
+  while (runId) {
+    runs.unshift(runId);
+    const id: string = runId;
+    const h = await client.workflow.getHandle(handle.workflowId, id).fetchHistory();
+    const previous: string | null | undefined = h.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
+    runId = previous || undefined;
+  }
+  for (const [i, id] of runs.entries()) {
+    const h = await client.workflow.getHandle(handle.workflowId, id).fetchHistory();
+    fs.writeFileSync(path.join(HISTORIES_DIR, `${name}-${i + 1}.json`), historyToJSON(h));
+  }
+}
