@@ -1,0 +1,179 @@
+import fs from 'node:fs';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { createTableMeta } from '../../src/storage/generation-store';
+import { generationFile, tableLayout } from '../../src/storage/layout';
+import { TableWriter, workflowArgsFor } from '../../src/client/table-writer';
+import { MergeWaiter } from '../../src/client/merge-waiter';
+import type { PolicyOverride } from '../../src/config/policy-schema';
+import { shardNames } from '../../src/names';
+import { shardOfKey } from '../../src/storage/routing';
+import type { FreezePoint } from '../../activities';
+import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';
+import { readTableRows } from '../support/lance-read';
+import { Load } from '../support/load';
+import { activityRuns } from '../support/history';
+import { recordHistory } from '../support/record-history';
+
+// Real maintenance on real Lance tables through the real server: exact content at
+// scale, stalls detected from progress (not liveness), corrupt generations held.
+
+// The server fires heartbeat timeouts from its timer queue, a little after they are
+// due (observed: up to 0.1 s on this machine); the bounds below allow 0.5 s for that.
+const TIMER_DISPATCH_SECS = 0.5;
+const QUIET: PolicyOverride = { periodSecs: { optimize: 0, index: 0, gc: 0 } };
+const harnesses: Harness[] = [];
+let h: Harness;
+
+beforeAll(async () => {
+  h = await startHarness({ name: 'maint' });
+  harnesses.push(h);
+});
+afterAll(async () => {
+  for (const x of harnesses) await x.close();
+});
+
+async function newTable(hh: Harness, prefix: string, shards: number, policy: PolicyOverride) {
+  const table = uniqueName(prefix);
+  const meta = await createTableMeta(hh.dataRoot, { name: table, key: 'id', shards: shardNames(shards), indices: [] });
+  await hh.tables.start({ ...workflowArgsFor(meta), policy });
+  return { table, meta, writer: await TableWriter.open(hh.tables, hh.dataRoot, table), handle: hh.tables.handle(table) };
+}
+
+async function expectExact(hh: Harness, table: string, load: Load, shards: string[]) {
+  const waiter = new MergeWaiter(hh.client);
+  await Promise.all(shards.map((s) => waiter.wait(table, s, load.sealedThrough(s))));
+  const model = load.model();
+  const { count, rows } = await readTableRows(hh.dataRoot, table);
+  expect(count).toBe(model.size);
+  let mismatches = 0;
+  for (const [k, want] of model) if (JSON.stringify(rows.get(k)) !== JSON.stringify(want)) mismatches++;
+  expect(mismatches).toBe(0);
+}
+
+test('4 shards, 52 generations, 104k rows: the table equals newest-seq-wins row for row', async () => {
+  const { table, meta } = await newTable(h, 'big', 4, QUIET);
+  const writer = await TableWriter.open(h.tables, h.dataRoot, table);
+  const load = new Load(writer, { rowsPerGeneration: 2000, keySpan: 24_000, pauseMs: 0 });
+  for (let g = 0; g < 13; g++) await Promise.all(meta.shards.map((s) => load.writeOne(s)));
+  const written = [...load.written.values()].flat();
+  expect(written.length).toBe(52);
+  expect(written.reduce((n, g) => n + g.rows.length, 0)).toBe(104_000);
+  await expectExact(h, table, load, meta.shards);
+  const status = await h.tables.status(table);
+  expect(status.backlog).toBe(0);
+  expect(status.counters.rowsMerged).toBeGreaterThan(0);
+}, 300_000);
+
+/**
+ * Freezes the first matching progress point of attempt 1, re-sending the same progress
+ * (a live process that makes no progress) until cancelled; records when attempt 2 starts.
+ */
+function freezeFirst(match: (p: FreezePoint) => boolean) {
+  const state = { frozenAtMs: 0, retriedAtMs: 0 };
+  const hook = (p: FreezePoint): Promise<void> | void => {
+    if (!match(p)) return;
+    if (p.attempt > 1 && state.retriedAtMs === 0) state.retriedAtMs = Date.now();
+    if (p.attempt !== 1 || state.frozenAtMs !== 0) return;
+    state.frozenAtMs = Date.now();
+    return new Promise<void>(() => {
+      // After the timeout the activity is cancelled and beat() throws: stop then.
+      const t = setInterval(() => {
+        try {
+          p.beat();
+        } catch {
+          clearInterval(t);
+        }
+      }, 200).unref();
+    });
+  };
+  return { state, hook };
+}
+
+test('frozen progress in prepareMerge is detected within stallSecs + one heartbeat interval and retried; the other shard keeps merging', async () => {
+  const stallSecs = 2;
+  const freeze = freezeFirst((p) => p.activity === 'prepareMerge' && p.phase === 'read');
+  const hh = await startHarness({ name: 'stallprep', deps: { faults: { freezeProgress: freeze.hook } } });
+  harnesses.push(hh);
+  const { table, writer, handle } = await newTable(hh, 'stallprep', 2, { ...QUIET, stallSecs: { read: stallSecs, encode: stallSecs, commit: 30 } });
+  const load = new Load(writer, { rowsPerGeneration: 500, keySpan: 4000, pauseMs: 0 });
+  await load.writeOne('s0');
+  await eventually(async () => freeze.state.frozenAtMs > 0, 'the freeze');
+  // While s0's preparation is frozen, s1 merges: preparation never holds the turn.
+  await load.writeOne('s1');
+  await new MergeWaiter(hh.client).wait(table, 's1', 1);
+  expect(freeze.state.retriedAtMs).toBe(0);
+
+  await eventually(async () => freeze.state.retriedAtMs > 0, 'the retry', 30_000, 50);
+  // Temporal's retry waits its initial interval (1 s) after the timeout before attempt 2.
+  const detectedSecs = (freeze.state.retriedAtMs - freeze.state.frozenAtMs) / 1000 - 1;
+  console.log(`prepareMerge stall detected after ${detectedSecs.toFixed(2)} s (stallSecs ${stallSecs}, heartbeat interval ${0.8 * stallSecs} s)`);
+  expect(detectedSecs).toBeLessThanOrEqual(stallSecs + 0.8 * stallSecs + TIMER_DISPATCH_SECS);
+  for (let i = 0; i < 3; i++) for (const s of ['s0', 's1']) await load.writeOne(s);
+  await expectExact(hh, table, load, ['s0', 's1']);
+  expect((await hh.tables.status(table)).counters.retries).toBeGreaterThanOrEqual(1);
+  await recordHistory(hh.client, handle, 'stall-prepare');
+});
+
+test('frozen progress in commitMerge is detected, releases the turn, and the unit is retried exactly once in effect', async () => {
+  const stallSecs = 2;
+  const freeze = freezeFirst((p) => p.activity === 'commitMerge' && p.phase === 'commit');
+  const hh = await startHarness({ name: 'stallcommit', deps: { faults: { freezeProgress: freeze.hook } } });
+  harnesses.push(hh);
+  const { table, writer, handle } = await newTable(hh, 'stallcommit', 2, { ...QUIET, stallSecs: { read: 30, encode: 30, commit: stallSecs }, commitRetryBaseSecs: 1 });
+  const load = new Load(writer, { rowsPerGeneration: 500, keySpan: 4000, pauseMs: 0 });
+  await load.writeOne('s0');
+  await eventually(async () => freeze.state.frozenAtMs > 0, 'the freeze');
+  expect((await hh.tables.status(table)).turn?.unitId).toBe('merge/s0');
+  await load.writeOne('s1');
+  // The stalled commit releases the turn: s1's merge commits while s0's first attempt hangs.
+  await new MergeWaiter(hh.client).wait(table, 's1', 1);
+
+  const runs = await activityRuns(handle);
+  const timedOut = runs.find((r) => r.type === 'commitMerge' && r.outcome === 'timedOut')!;
+  expect(timedOut).toBeDefined();
+  const detectedSecs = (timedOut.closedAtMs! - freeze.state.frozenAtMs) / 1000;
+  console.log(`commitMerge stall detected after ${detectedSecs.toFixed(2)} s (stallSecs ${stallSecs}, heartbeat interval ${0.8 * stallSecs} s)`);
+  expect(detectedSecs).toBeLessThanOrEqual(stallSecs + 0.8 * stallSecs + TIMER_DISPATCH_SECS);
+
+  for (let i = 0; i < 2; i++) for (const s of ['s0', 's1']) await load.writeOne(s);
+  await expectExact(hh, table, load, ['s0', 's1']);
+  const status = await hh.tables.status(table);
+  expect(status.counters.stalls).toBe(1);
+  expect(status.counters.retries).toBeGreaterThanOrEqual(1);
+  await recordHistory(hh.client, handle, 'stall-commit');
+});
+
+test('a truncated generation fails its unit without retries, names the file, holds only that shard', async () => {
+  const { table, writer, handle } = await newTable(h, 'corrupt', 2, QUIET);
+  const load = new Load(writer, { rowsPerGeneration: 300, keySpan: 3000, pauseMs: 0 });
+  await h.tables.pause(table, { kind: 'merge' });
+  await eventually(async () => (await h.tables.status(table)).pausedKinds.includes('merge'), 'pause applied');
+  await load.writeOne('s0');
+  await load.writeOne('s0');
+  await load.writeOne('s1');
+  const bad = generationFile(tableLayout(h.dataRoot, table), 's0', 2);
+  fs.truncateSync(bad, Math.floor(fs.statSync(bad).size / 2));
+  await h.tables.resume(table, { kind: 'merge' });
+
+  const held = await eventually(async () => {
+    const s = await h.tables.status(table);
+    return s.shards.find((x) => x.shard === 's0')?.heldReason ? s : null;
+  }, 's0 held');
+  const s0 = held.shards.find((x) => x.shard === 's0')!;
+  expect(s0.heldReason).toContain(bad);
+  expect(s0.mergedThroughSeq).toBe(0);
+  expect(held.queue.find((q) => q.unitId === 'merge/s0')?.reason).toContain(bad);
+  expect(held.counters.retries).toBe(0);
+  const prepares = (await activityRuns(handle)).filter((r) => r.type === 'prepareMerge' && r.outcome === 'failed');
+  expect(prepares).toHaveLength(1);
+
+  // The other shard keeps merging; s0 stays exactly where it was: nothing skipped.
+  await load.writeOne('s1');
+  await new MergeWaiter(h.client).wait(table, 's1', 2);
+  const after = await h.tables.status(table);
+  expect(after.shards.find((x) => x.shard === 's0')).toMatchObject({ sealedThroughSeq: 2, mergedThroughSeq: 0 });
+  const { rows } = await readTableRows(h.dataRoot, table);
+  expect([...rows.values()].every((r) => shardOfKey(r.id as number, ['s0', 's1']) === 's1')).toBe(true);
+  expect(rows.size).toBe(load.model().size - [...load.model().keys()].filter((k) => shardOfKey(k, ['s0', 's1']) === 's0').length);
+  await recordHistory(h.client, handle, 'corrupt-generation');
+});
