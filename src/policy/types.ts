@@ -75,6 +75,8 @@ export interface Unit {
   /** Last progress phase reported (for status). */
   phase: Phase | null;
   reservedBytes: number;
+  /** Last failure of this unit (shown in status while it backs off). */
+  lastError: string | null;
 }
 
 export interface Bump {

@@ -1,0 +1,175 @@
+import { clonePolicy } from './clone';
+import { advanceMerged, foldDemand, foldSnapshot, shardOf } from './fold';
+import { isPeriodic, PERIODIC_KINDS } from './units';
+import { nextDueMs, NEVER } from './time';
+import type { Bump, Kind, PolicyEvent, TableState, Unit } from './types';
+
+// Applies one event to a (copied) state. Time-driven rules (backoffs ending,
+// promotion, creating units, granting the turn) are left to evaluate().
+
+type Ev<T extends PolicyEvent['type']> = Extract<PolicyEvent, { type: T }>;
+
+const findUnit = (state: TableState, id: string): Unit | undefined => state.units.find((u) => u.id === id);
+
+const removeUnit = (state: TableState, id: string): void => {
+  state.units = state.units.filter((u) => u.id !== id);
+};
+
+/** The turn holder with this id; results for anything else are late duplicates. */
+function holder(state: TableState, id: string): Unit | undefined {
+  if (state.turn?.unitId !== id) return undefined;
+  const u = findUnit(state, id);
+  return u?.state === 'committing' ? u : undefined;
+}
+
+/** A unit is done (committed, or nothing to commit): record it and let the next one come. */
+function finish(state: TableState, u: Unit, nowMs: number, rows: number): void {
+  removeUnit(state, u.id);
+  if (u.kind === 'merge') {
+    if (u.shard !== null && u.toSeq !== null) advanceMerged(state, u.shard, u.toSeq);
+    state.counters.merges++;
+    state.counters.rowsMerged += rows;
+  } else if (isPeriodic(u.kind)) {
+    state.dueAtMs[u.kind] = nextDueMs(nowMs, state.policy.periodSecs[u.kind]);
+  }
+}
+
+/** A unit failed for good: a merge holds its shard (visible in status), others wait a period. */
+function giveUp(state: TableState, u: Unit, nowMs: number, error: string): void {
+  removeUnit(state, u.id);
+  if (u.kind === 'merge' && u.shard !== null) shardOf(state, u.shard).heldReason = error;
+  else if (isPeriodic(u.kind)) state.dueAtMs[u.kind] = nextDueMs(nowMs, state.policy.periodSecs[u.kind]);
+}
+
+function onPrepared(state: TableState, e: Ev<'prepared'>, nowMs: number): void {
+  const u = findUnit(state, e.unitId);
+  if (u?.state !== 'preparing') return;
+  state.counters.retries += Math.max(0, e.attempts - 1);
+  if (e.reservedBytes !== undefined) u.reservedBytes = e.reservedBytes;
+  if (!e.needsCommit) return finish(state, u, nowMs, 0);
+  u.state = 'ready';
+  u.readySinceMs ??= nowMs;
+  u.prepared = e.prepared ?? null;
+}
+
+function onPrepareFailed(state: TableState, e: Ev<'prepareFailed'>, nowMs: number): void {
+  const u = findUnit(state, e.unitId);
+  if (u?.state !== 'preparing') return;
+  if (e.stalled) state.counters.stalls++;
+  if (e.retryable) {
+    // Dropped, and recreated by evaluate() with the range as it is now.
+    state.counters.retries++;
+    removeUnit(state, u.id);
+    return;
+  }
+  giveUp(state, u, nowMs, e.error);
+}
+
+function onCommitted(state: TableState, e: Ev<'committed'>, nowMs: number): void {
+  const u = holder(state, e.unitId);
+  if (!u) return;
+  state.turn = null;
+  state.counters.turns[u.kind]++;
+  state.counters.retries += Math.max(0, e.attempts - 1);
+  state.version = Math.max(state.version, e.version);
+  finish(state, u, nowMs, e.rows ?? 0);
+}
+
+function onCommitFailed(state: TableState, e: Ev<'commitFailed'>, nowMs: number): void {
+  const u = holder(state, e.unitId);
+  if (!u) return;
+  state.turn = null;
+  if (e.stalled) state.counters.stalls++;
+  state.counters.retries++;
+  u.lastError = e.error;
+  if (!e.retryable) return giveUp(state, u, nowMs, e.error);
+  const p = state.policy;
+  u.commitAttempts++;
+  u.state = 'backoff';
+  // readySinceMs is kept: the wait that counts towards promotion goes on.
+  const secs = Math.min(p.commitRetryBaseSecs * 2 ** (u.commitAttempts - 1), p.commitRetryMaxSecs);
+  u.notBeforeMs = nowMs + secs * 1000;
+}
+
+const sameTarget = (a: Bump['target'], b: Bump['target']): boolean =>
+  'kind' in a ? 'kind' in b && a.kind === b.kind : 'unitId' in b && a.unitId === b.unitId;
+
+function onBump(state: TableState, bump: Bump, nowMs: number): void {
+  const b: Bump = { ...bump, target: { ...bump.target } };
+  state.bumps = state.bumps.filter((x) => !sameTarget(x.target, b.target));
+  if (b.expiresAtMs > nowMs) state.bumps.push(b);
+  // Bumping optimize/index/gc also makes it due now: that is how an operator asks for
+  // one right away. Due (not "create while bumped") so that it runs once, not in a loop.
+  const kind = 'kind' in b.target ? b.target.kind : b.target.unitId;
+  if (isPeriodic(kind)) state.dueAtMs[kind] = Math.min(state.dueAtMs[kind], nowMs);
+}
+
+function onPause(state: TableState, kind: Kind | null): void {
+  if (kind === null) state.paused = true;
+  else if (!state.pausedKinds.includes(kind)) state.pausedKinds = [...state.pausedKinds, kind].sort();
+}
+
+/** Resuming the table resumes everything; resuming the table or merge also acknowledges held shards. */
+function onResume(state: TableState, kind: Kind | null): void {
+  if (kind === null) {
+    state.paused = false;
+    state.pausedKinds = [];
+  } else {
+    state.pausedKinds = state.pausedKinds.filter((k) => k !== kind);
+  }
+  if (kind === null || kind === 'merge') for (const s of state.shards) s.heldReason = null;
+}
+
+function onPolicyChanged(state: TableState, e: Ev<'policyChanged'>, nowMs: number): void {
+  const old = state.policy;
+  state.policy = clonePolicy(e.policy);
+  // A changed period takes effect now, not after the old (possibly "never") due time.
+  for (const k of PERIODIC_KINDS) {
+    const secs = state.policy.periodSecs[k];
+    if (secs === old.periodSecs[k]) continue;
+    state.dueAtMs[k] = secs > 0 ? Math.min(state.dueAtMs[k], nowMs + secs * 1000) : state.dueAtMs[k] <= nowMs ? state.dueAtMs[k] : NEVER;
+  }
+  if (state.policy.snapshotIntervalSecs !== old.snapshotIntervalSecs) {
+    state.dueAtMs.snapshot = Math.min(state.dueAtMs.snapshot, nextDueMs(nowMs, state.policy.snapshotIntervalSecs));
+  }
+}
+
+function endSnapshot(state: TableState, nowMs: number): void {
+  state.snapshotInFlight = false;
+  state.dueAtMs.snapshot = nextDueMs(nowMs, state.policy.snapshotIntervalSecs);
+}
+
+export function applyEvent(state: TableState, e: PolicyEvent, nowMs: number): void {
+  switch (e.type) {
+    case 'demand':
+      return foldDemand(state, e.shard, e.sealedThroughSeq, e.revision);
+    case 'snapshot':
+      foldSnapshot(state, e.shards);
+      return endSnapshot(state, nowMs);
+    case 'snapshotFailed':
+      return endSnapshot(state, nowMs);
+    case 'progress': {
+      const u = findUnit(state, e.unitId);
+      if (u) u.phase = e.phase;
+      return;
+    }
+    case 'prepared':
+      return onPrepared(state, e, nowMs);
+    case 'prepareFailed':
+      return onPrepareFailed(state, e, nowMs);
+    case 'committed':
+      return onCommitted(state, e, nowMs);
+    case 'commitFailed':
+      return onCommitFailed(state, e, nowMs);
+    case 'timer':
+      return;
+    case 'bump':
+      return onBump(state, e.bump, nowMs);
+    case 'pause':
+      return onPause(state, e.kind);
+    case 'resume':
+      return onResume(state, e.kind);
+    case 'policyChanged':
+      return onPolicyChanged(state, e, nowMs);
+  }
+}

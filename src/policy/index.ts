@@ -1,0 +1,24 @@
+// The pure scheduling core of a table (DESIGN.md invariants 1, 3, 4, 5, 7, 8): no I/O,
+// no clock, no Temporal. The table workflow feeds it events and carries out its decisions.
+
+export * from './types';
+export { initialState, carryOver } from './initial';
+export { step } from './step';
+export { writePressure, backlogOf } from './pressure';
+export { statusView, type StatusView, type QueueEntry } from './status';
+export {
+  effectiveClass,
+  classWhy,
+  compareForTurn,
+  turnOrder,
+  sortForTurn,
+  pickTurn,
+  agedPriority,
+  isEligible,
+  isOverdue,
+  promotionAtMs,
+  type TurnPick,
+} from './order';
+export { foldDemand, foldSnapshot } from './fold';
+export { nextWakeAt } from './wake';
+export { NEVER } from './time';

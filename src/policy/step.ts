@@ -1,0 +1,26 @@
+import { cloneState } from './clone';
+import { evaluate } from './evaluate';
+import { applyEvent } from './events';
+import { backlogOf, writePressure } from './pressure';
+import type { PolicyEvent, StepResult, TableState } from './types';
+import { nextWakeAt } from './wake';
+
+/**
+ * The reducer the table workflow calls for every event. Pure: the input is copied, not
+ * changed. Decisions come out in a fixed order (snapshot, prepares, commit, publish,
+ * wakeAt), and there is always exactly one wakeAt.
+ */
+export function step(input: TableState, event: PolicyEvent, nowMs: number): StepResult {
+  const state = cloneState(input);
+  const decisions: StepResult['decisions'] = [];
+  applyEvent(state, event, nowMs);
+  evaluate(state, nowMs, decisions);
+
+  const backlog = backlogOf(state);
+  state.writePressure = writePressure(backlog, state.policy.softBacklog, state.policy.hardBacklog);
+  if (state.writePressure !== input.writePressure || backlog !== backlogOf(input)) {
+    decisions.push({ type: 'publish', writePressure: state.writePressure, backlog });
+  }
+  decisions.push({ type: 'wakeAt', atMs: nextWakeAt(state, nowMs) });
+  return { state, decisions };
+}

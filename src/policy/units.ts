@@ -1,0 +1,89 @@
+import { blockedByOperator } from './order';
+import { shardBacklog } from './pressure';
+import { byName } from './time';
+import type { Kind, TableState, Unit } from './types';
+
+export type PeriodicKind = 'optimize' | 'index' | 'gc';
+export const PERIODIC_KINDS: readonly PeriodicKind[] = ['optimize', 'index', 'gc'];
+
+export const mergeUnitId = (shard: string): string => `merge/${shard}`;
+
+export const isPeriodic = (k: Kind | string): k is PeriodicKind => (PERIODIC_KINDS as readonly string[]).includes(k);
+
+/** A unit that should exist now but does not (yet). */
+export interface Wanted {
+  id: string;
+  kind: Kind;
+  shard: string | null;
+  fromSeq: number | null;
+  toSeq: number | null;
+  /** Since when it is due (periodic kinds); null for merges. */
+  dueSinceMs: number | null;
+}
+
+/**
+ * Everything that should have a unit, in the order preparation slots are handed out.
+ * The periodic kinds come first: there is at most one unit of each, so they cannot
+ * crowd merges out for long, whereas a stream of merges over many shards could keep
+ * every slot busy and starve optimize of a preparation forever. Merges then go by
+ * largest backlog, so a lagging shard catches up first.
+ */
+export function wantedUnits(state: TableState, nowMs: number): Wanted[] {
+  const has = new Set(state.units.map((u) => u.id));
+  const out: Wanted[] = [];
+  for (const kind of PERIODIC_KINDS) {
+    const due = state.dueAtMs[kind];
+    if (due <= nowMs && !has.has(kind)) out.push({ id: kind, kind, shard: null, fromSeq: null, toSeq: null, dueSinceMs: due });
+  }
+  const shards = state.shards
+    .filter((s) => shardBacklog(s) > 0 && !has.has(mergeUnitId(s.shard)))
+    .sort((a, b) => shardBacklog(b) - shardBacklog(a) || byName(a.shard, b.shard));
+  for (const s of shards) {
+    out.push({
+      id: mergeUnitId(s.shard),
+      kind: 'merge',
+      shard: s.shard,
+      fromSeq: s.mergedThroughSeq + 1,
+      toSeq: s.sealedThroughSeq,
+      dueSinceMs: null,
+    });
+  }
+  return out;
+}
+
+export function newUnit(w: Wanted, nowMs: number): Unit {
+  return {
+    id: w.id,
+    kind: w.kind,
+    shard: w.shard,
+    fromSeq: w.fromSeq,
+    toSeq: w.toSeq,
+    state: 'preparing',
+    createdAtMs: nowMs,
+    readySinceMs: null,
+    promotedAtMs: null,
+    notBeforeMs: null,
+    commitAttempts: 0,
+    prepared: null,
+    phase: null,
+    reservedBytes: 0,
+    lastError: null,
+  };
+}
+
+export const preparingCount = (state: TableState): number => state.units.filter((u) => u.state === 'preparing').length;
+
+/** Creates the units that may start preparing now (adds them to state) and returns them. */
+export function createUnits(state: TableState, nowMs: number): Unit[] {
+  let free = state.policy.maxConcurrentPreparations - preparingCount(state);
+  const created: Unit[] = [];
+  for (const w of wantedUnits(state, nowMs)) {
+    if (free <= 0) break;
+    if (blockedByOperator(state, w) !== null) continue;
+    const u = newUnit(w, nowMs);
+    state.units.push(u);
+    created.push(u);
+    free--;
+  }
+  return created;
+}

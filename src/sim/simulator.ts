@@ -1,0 +1,195 @@
+import { backlogOf } from '../policy/pressure';
+import { initialState } from '../policy/initial';
+import { step } from '../policy/step';
+import type { Decision, Kind, PolicyEvent, TableState, Unit } from '../policy/types';
+import { TimeQueue } from './queue';
+import { chance, draw, mulberry32, type Rng } from './rng';
+import type { ArrivalProcess, FaultRates, SimConfig, SimResult, TurnRecord } from './types';
+
+// A discrete-event stand-in for the table workflow shell: it feeds the core events at
+// simulated times, "runs" the activities the core asks for with configured durations
+// and failure rates, and keeps the single timer the core asks for. No Temporal.
+
+type Item =
+  | { t: 'deliver'; event: PolicyEvent }
+  | { t: 'seal'; proc: number; shard: string }
+  | { t: 'timer'; token: number }
+  | { t: 'optimize' }
+  | { t: 'operator'; index: number }
+  | { t: 'sample' };
+
+class Simulation {
+  private readonly rng: Rng;
+  private readonly q = new TimeQueue<Item>();
+  private state: TableState;
+  private now: number;
+  private steps = 0;
+  private timerToken = 0;
+  private revision = 0;
+  private version = 0;
+  private readonly sealed: Record<string, number> = {};
+  private readonly sealRevision: Record<string, number> = {};
+  private readonly openTurns = new Map<string, TurnRecord>();
+  private readonly result: Pick<SimResult, 'turns' | 'samples'> = { turns: [], samples: [] };
+
+  constructor(private readonly cfg: SimConfig) {
+    this.rng = mulberry32(cfg.seed);
+    this.now = cfg.startMs ?? 0;
+    this.state = initialState({ table: cfg.table ?? 'sim', key: 'id', shards: cfg.shards, policy: cfg.policy, nowMs: this.now });
+    for (const s of cfg.shards) {
+      this.sealed[s] = 0;
+      this.sealRevision[s] = 0;
+    }
+    (cfg.arrivals ?? []).forEach((p, i) => {
+      for (const shard of p.shards ?? cfg.shards) this.q.push((p.startMs ?? this.now) + draw(this.rng, p.everyMs), { t: 'seal', proc: i, shard });
+    });
+    if (cfg.optimizeEverySecs) this.q.push(this.now + cfg.optimizeEverySecs * 1000, { t: 'optimize' });
+    (cfg.operator ?? []).forEach((o, index) => this.q.push(o.atMs, { t: 'operator', index }));
+    if (cfg.sampleEveryMs) this.q.push(this.now, { t: 'sample' });
+  }
+
+  run(): SimResult {
+    this.feed({ type: 'timer' });
+    for (;;) {
+      const at = this.q.peekTime();
+      if (at === null || at > this.cfg.endMs) break;
+      const { item } = this.q.pop()!;
+      this.now = at;
+      this.handle(item);
+      if (this.cfg.stopWhen?.(this.state, this.now, { sealed: this.sealed, arrivalsDone: this.arrivalsDone() })) break;
+    }
+    return { state: this.state, nowMs: this.now, steps: this.steps, sealed: { ...this.sealed }, ...this.result };
+  }
+
+  private arrivalsDone(): boolean {
+    return (this.cfg.arrivals ?? []).every((p) => p.stopMs !== undefined && this.now >= p.stopMs);
+  }
+
+  private handle(item: Item): void {
+    switch (item.t) {
+      case 'deliver':
+        return this.feed(item.event);
+      case 'timer':
+        if (item.token === this.timerToken) this.feed({ type: 'timer' });
+        return;
+      case 'seal':
+        return this.seal(item.proc, item.shard);
+      case 'optimize': {
+        const cls = this.state.policy.classes.optimize;
+        this.feed({ type: 'bump', bump: { target: { kind: 'optimize' }, class: cls, reason: 'sim: optimize requested', expiresAtMs: this.now } });
+        this.q.push(this.now + this.cfg.optimizeEverySecs! * 1000, { t: 'optimize' });
+        return;
+      }
+      case 'operator': {
+        const o = this.cfg.operator![item.index]!;
+        return this.feed(typeof o.event === 'function' ? o.event(this.now, this.state) : o.event);
+      }
+      case 'sample':
+        this.result.samples.push({ atMs: this.now, backlog: backlogOf(this.state), writePressure: this.state.writePressure, turn: this.state.turn?.unitId ?? null });
+        this.q.push(this.now + this.cfg.sampleEveryMs!, { t: 'sample' });
+        return;
+    }
+  }
+
+  private seal(proc: number, shard: string): void {
+    const p: ArrivalProcess = this.cfg.arrivals![proc]!;
+    if (p.stopMs !== undefined && this.now >= p.stopMs) return;
+    const seq = (this.sealed[shard] ?? 0) + 1;
+    this.sealed[shard] = seq;
+    const revision = ++this.revision;
+    this.sealRevision[shard] = revision;
+    const event: PolicyEvent = { type: 'demand', shard, sealedThroughSeq: seq, revision };
+    this.q.push(this.now + draw(this.rng, p.deliveryDelayMs ?? 0), { t: 'deliver', event });
+    if (chance(this.rng, p.duplicateProb)) this.q.push(this.now + draw(this.rng, [0, 60_000]), { t: 'deliver', event });
+    this.q.push(this.now + Math.max(1, draw(this.rng, p.everyMs)), { t: 'seal', proc, shard });
+  }
+
+  private feed(event: PolicyEvent): void {
+    const before = this.state;
+    const r = step(before, event, this.now);
+    this.state = r.state;
+    this.steps++;
+    this.closeTurn(event);
+    this.cfg.onStep?.({ nowMs: this.now, event, before, after: r.state, decisions: r.decisions });
+    for (const d of r.decisions) this.execute(d);
+  }
+
+  private closeTurn(event: PolicyEvent): void {
+    if (event.type !== 'committed' && event.type !== 'commitFailed') return;
+    const rec = this.openTurns.get(event.unitId);
+    if (!rec) return;
+    rec.releasedAtMs = this.now;
+    rec.committed = event.type === 'committed';
+    this.openTurns.delete(event.unitId);
+  }
+
+  private later(ms: number, event: PolicyEvent): void {
+    this.q.push(this.now + Math.max(0, ms), { t: 'deliver', event });
+  }
+
+  private execute(d: Decision): void {
+    switch (d.type) {
+      case 'prepare':
+        return this.prepare(d.unit);
+      case 'commit':
+        return this.commit(d.unit, d.why);
+      case 'snapshot': {
+        // The scan sees the store as it is when it starts; its answer may be stale by the
+        // time it arrives, which is exactly what revisions guard against.
+        const shards = Object.keys(this.sealed).map((shard) => ({ shard, sealedThroughSeq: this.sealed[shard]!, revision: this.sealRevision[shard]! }));
+        const ms = draw(this.rng, this.cfg.snapshotMs ?? 500);
+        if (chance(this.rng, this.cfg.snapshotFailProb)) return this.later(ms, { type: 'snapshotFailed', error: 'sim: scan failed' });
+        return this.later(ms, { type: 'snapshot', revision: this.revision, shards });
+      }
+      case 'wakeAt':
+        this.timerToken++;
+        if (d.atMs !== null) {
+          if (d.atMs <= this.now) throw new Error(`core asked for a timer in the past (${d.atMs} <= ${this.now})`);
+          this.q.push(d.atMs, { t: 'timer', token: this.timerToken });
+        }
+        return;
+      case 'publish':
+        return;
+    }
+  }
+
+  private failure(f: FaultRates | undefined): { error: string; retryable: boolean; stalled: boolean } | null {
+    if (chance(this.rng, f?.fatal)) return { error: 'sim: corrupt input', retryable: false, stalled: false };
+    if (chance(this.rng, f?.retryable)) {
+      const stalled = chance(this.rng, f?.stalled);
+      return { error: stalled ? 'sim: stalled (no progress)' : 'sim: transient error', retryable: true, stalled };
+    }
+    return null;
+  }
+
+  private attempts(f: FaultRates | undefined): number {
+    return chance(this.rng, f?.retriedAttempts) ? 2 : 1;
+  }
+
+  private prepare(u: Unit): void {
+    const ms = draw(this.rng, this.cfg.prepareMs[u.kind]);
+    const fail = this.failure(this.cfg.prepareFaults);
+    if (fail) return this.later(ms, { type: 'prepareFailed', unitId: u.id, ...fail });
+    const needsCommit = u.kind === 'merge' || chance(this.rng, this.cfg.needsCommit?.[u.kind] ?? 1);
+    const rows = u.kind === 'merge' ? ((u.toSeq ?? 0) - (u.fromSeq ?? 1) + 1) * this.rowsPerGeneration() : 0;
+    this.later(ms, { type: 'prepared', unitId: u.id, needsCommit, prepared: { rows }, reservedBytes: rows * 100, attempts: this.attempts(this.cfg.prepareFaults) });
+  }
+
+  private rowsPerGeneration(): number {
+    return this.cfg.arrivals?.[0]?.rowsPerGeneration ?? 1000;
+  }
+
+  private commit(u: Unit, why: string): void {
+    this.openTurns.set(u.id, { unitId: u.id, kind: u.kind as Kind, readySinceMs: u.readySinceMs ?? this.now, grantedAtMs: this.now, releasedAtMs: null, committed: null, why });
+    this.result.turns.push(this.openTurns.get(u.id)!);
+    const ms = draw(this.rng, this.cfg.commitMs[u.kind]);
+    const fail = this.failure(this.cfg.commitFaults);
+    if (fail) return this.later(ms, { type: 'commitFailed', unitId: u.id, ...fail });
+    const rows = (u.prepared as { rows?: number } | null)?.rows ?? 0;
+    this.later(ms, { type: 'committed', unitId: u.id, version: ++this.version, rows, attempts: 1 });
+  }
+}
+
+export function runSimulation(cfg: SimConfig): SimResult {
+  return new Simulation(cfg).run();
+}

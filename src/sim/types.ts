@@ -1,0 +1,101 @@
+import type { Decision, Kind, PerKind, Policy, PolicyEvent, TableState } from '../policy/types';
+import type { Range } from './rng';
+
+/** A writer lane's seals: one generation every `everyMs` on each of `shards`. */
+export interface ArrivalProcess {
+  /** Default: every shard of the table. */
+  shards?: string[];
+  everyMs: Range;
+  startMs?: number;
+  /** No seals at or after this time. */
+  stopMs?: number;
+  /** Delay between the seal and its demand event reaching the workflow (reorders them). */
+  deliveryDelayMs?: Range;
+  /** Probability that a demand event is delivered a second time, later. */
+  duplicateProb?: number;
+  rowsPerGeneration?: number;
+}
+
+/** Failure probabilities of activities (checked in this order: fatal, retryable). */
+export interface FaultRates {
+  /** Fails for good (non-retryable). */
+  fatal?: number;
+  /** Fails, may be retried. */
+  retryable?: number;
+  /** Share of retryable failures that are stalls. */
+  stalled?: number;
+  /** Probability that a success needed a second Temporal attempt (attempts = 2). */
+  retriedAttempts?: number;
+}
+
+export interface OperatorAction {
+  atMs: number;
+  /** Built at delivery time, e.g. to give a bump an expiry relative to now. */
+  event: PolicyEvent | ((nowMs: number, state: TableState) => PolicyEvent);
+}
+
+export interface StepInfo {
+  nowMs: number;
+  event: PolicyEvent;
+  before: TableState;
+  after: TableState;
+  decisions: Decision[];
+}
+
+export interface SimConfig {
+  table?: string;
+  shards: string[];
+  policy: Policy;
+  seed: number;
+  /** Simulated start time (ms). */
+  startMs?: number;
+  /** The run stops at this simulated time. */
+  endMs: number;
+  prepareMs: PerKind<Range>;
+  commitMs: PerKind<Range>;
+  snapshotMs?: Range;
+  arrivals?: ArrivalProcess[];
+  /**
+   * Every N seconds optimize is requested (as an operator would with a bump that keeps
+   * its normal class): it becomes due and is prepared, then waits for the turn.
+   */
+  optimizeEverySecs?: number;
+  /** Probability per kind that a preparation finds something to commit (default 1). */
+  needsCommit?: Partial<PerKind<number>>;
+  prepareFaults?: FaultRates;
+  commitFaults?: FaultRates;
+  snapshotFailProb?: number;
+  operator?: OperatorAction[];
+  /** Record backlog and pressure every this many ms. */
+  sampleEveryMs?: number;
+  onStep?: (info: StepInfo) => void;
+  /** Checked after every step; true ends the run early. */
+  stopWhen?: (state: TableState, nowMs: number, sim: { sealed: Record<string, number>; arrivalsDone: boolean }) => boolean;
+}
+
+export interface TurnRecord {
+  unitId: string;
+  kind: Kind;
+  readySinceMs: number;
+  grantedAtMs: number;
+  releasedAtMs: number | null;
+  committed: boolean | null;
+  why: string;
+}
+
+export interface Sample {
+  atMs: number;
+  backlog: number;
+  writePressure: number;
+  turn: string | null;
+}
+
+export interface SimResult {
+  state: TableState;
+  nowMs: number;
+  steps: number;
+  turns: TurnRecord[];
+  samples: Sample[];
+  /** The generation store's truth: per shard the last sealed seq. */
+  sealed: Record<string, number>;
+}

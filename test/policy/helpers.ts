@@ -1,0 +1,94 @@
+import fc from 'fast-check';
+import { initialState, step } from '../../src/policy';
+import type { Decision, Kind, Policy, PolicyEvent, StepResult, TableState } from '../../src/policy/types';
+import { KINDS } from '../../src/policy/types';
+import { simPolicy } from '../../src/sim';
+import type { Range } from '../../src/sim';
+
+export { simPolicy };
+
+/** A table in a quiet state: periodic kinds off, the first snapshot already done. */
+export function quietTable(overrides: Partial<Policy> = {}, shards = ['s0', 's1'], nowMs = 0): TableState {
+  const policy = simPolicy({ periodSecs: { optimize: 0, index: 0, gc: 0 }, snapshotIntervalSecs: 3600, ...overrides });
+  const s = initialState({ table: 't', key: 'id', shards, policy, nowMs });
+  // Takes the initial snapshot out of the way so tests see only what they cause.
+  const a = step(s, { type: 'timer' }, nowMs).state;
+  return step(a, { type: 'snapshot', revision: 0, shards: [] }, nowMs).state;
+}
+
+/** Feeds events at given times, returning the last result and every decision. */
+export class Driver {
+  decisions: Decision[] = [];
+  last: StepResult | null = null;
+  constructor(public state: TableState, public nowMs = 0) {}
+
+  at(nowMs: number): this {
+    this.nowMs = nowMs;
+    return this;
+  }
+
+  send(event: PolicyEvent): Decision[] {
+    const r = step(this.state, event, this.nowMs);
+    this.state = r.state;
+    this.last = r;
+    this.decisions.push(...r.decisions);
+    return r.decisions;
+  }
+
+  unit(id: string) {
+    return this.state.units.find((u) => u.id === id);
+  }
+}
+
+export const commits = (ds: Decision[]) => ds.filter((d): d is Extract<Decision, { type: 'commit' }> => d.type === 'commit');
+export const prepares = (ds: Decision[]) => ds.filter((d): d is Extract<Decision, { type: 'prepare' }> => d.type === 'prepare');
+export const wakeAts = (ds: Decision[]) => ds.filter((d): d is Extract<Decision, { type: 'wakeAt' }> => d.type === 'wakeAt');
+
+export const prepared = (unitId: string): PolicyEvent => ({ type: 'prepared', unitId, needsCommit: true, prepared: { unitId }, attempts: 1 });
+export const committed = (unitId: string, version = 1, rows = 0): PolicyEvent => ({ type: 'committed', unitId, version, rows, attempts: 1 });
+
+export const demand = (shard: string, seq: number, revision = seq) => ({ type: 'demand' as const, shard, sealedThroughSeq: seq, revision });
+
+export function twoMergesReady(overrides: Partial<Policy> = {}): Driver {
+  const d = new Driver(quietTable(overrides));
+  d.send(demand('s0', 3, 1));
+  d.send(demand('s1', 2, 2));
+  d.at(1000).send(prepared('merge/s0'));
+  d.at(2000).send(prepared('merge/s1'));
+  return d;
+}
+
+// ---- arbitraries ----
+
+const perKind = <T>(arb: fc.Arbitrary<T>): fc.Arbitrary<Record<Kind, T>> =>
+  fc.record(Object.fromEntries(KINDS.map((k) => [k, arb])) as Record<Kind, fc.Arbitrary<T>>);
+
+/** Valid policies (the ranges of src/config/policy-schema.ts, scaled to short simulations). */
+export const policyArb: fc.Arbitrary<Policy> = fc
+  .record({
+    maxConsecutiveTurns: perKind(fc.integer({ min: 1, max: 5 })),
+    maxTurnWaitSecs: perKind(fc.integer({ min: 1, max: 120 })),
+    classes: perKind(fc.constantFrom(1 as const, 2 as const, 3 as const, 4 as const)),
+    basePriority: perKind(fc.integer({ min: 0, max: 20 })),
+    agingPerSec: fc.constantFrom(0, 0.05, 0.1, 1),
+    softBacklog: fc.integer({ min: 0, max: 40 }),
+    span: fc.integer({ min: 1, max: 200 }),
+    maxConcurrentPreparations: fc.integer({ min: 1, max: 5 }),
+    snapshotIntervalSecs: fc.integer({ min: 5, max: 120 }),
+    periodSecs: fc.record({
+      optimize: fc.constantFrom(0, 20, 60, 180),
+      index: fc.constantFrom(0, 45, 300),
+      gc: fc.constantFrom(0, 90, 600),
+    }),
+    commitRetryBaseSecs: fc.constantFrom(0, 0.5, 1, 3),
+    commitRetryMaxSecs: fc.constantFrom(1, 10, 60),
+  })
+  .map(({ span, ...p }) => simPolicy({ ...p, hardBacklog: p.softBacklog + span }));
+
+export const rangeArb = (lo: number, hi: number): fc.Arbitrary<Range> =>
+  fc.tuple(fc.integer({ min: lo, max: hi }), fc.integer({ min: 0, max: hi })).map(([a, w]) => [a, a + w] as const);
+
+export const durationsArb = fc.record({
+  prepareMs: perKind(rangeArb(1, 8_000)),
+  commitMs: perKind(rangeArb(1, 15_000)),
+});

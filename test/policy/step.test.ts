@@ -1,0 +1,173 @@
+import { describe, expect, it } from 'vitest';
+import { carryOver, initialState, NEVER, statusView, step } from '../../src/policy';
+import type { TableState } from '../../src/policy/types';
+import { commits, committed, demand, Driver, prepared, prepares, quietTable, simPolicy, twoMergesReady, wakeAts } from './helpers';
+
+
+describe('initialState and the step contract', () => {
+  it('starts empty, snapshots first, and always emits exactly one wakeAt', () => {
+    const s = initialState({ table: 't', key: 'id', shards: ['b', 'a'], policy: simPolicy(), nowMs: 5 });
+    expect(s.shards.map((x) => x.shard)).toEqual(['a', 'b']);
+    const r = step(s, { type: 'timer' }, 5);
+    expect(r.decisions.map((d) => d.type)).toEqual(['snapshot', 'wakeAt']);
+    expect(r.state.snapshotInFlight).toBe(true);
+    const r2 = step(r.state, { type: 'timer' }, 6);
+    expect(r2.decisions.filter((d) => d.type === 'snapshot')).toHaveLength(0);
+    expect(wakeAts(r2.decisions)).toHaveLength(1);
+  });
+
+  it('never changes its input', () => {
+    const d = twoMergesReady();
+    const before = JSON.stringify(d.state);
+    deepFreeze(d.state);
+    step(d.state, committed('merge/s0'), 3000);
+    step(d.state, { type: 'commitFailed', unitId: 'merge/s0', error: 'x', retryable: true, stalled: true }, 3000);
+    expect(JSON.stringify(d.state)).toBe(before);
+  });
+
+  it('keeps the state JSON round-trippable', () => {
+    const d = twoMergesReady();
+    d.send({ type: 'bump', bump: { target: { kind: 'gc' }, class: 1, reason: 'r', expiresAtMs: 99_000 } });
+    d.send({ type: 'commitFailed', unitId: 'merge/s0', error: 'boom', retryable: true, stalled: false });
+    expect(JSON.parse(JSON.stringify(d.state))).toStrictEqual(d.state);
+    const p = quietTable();
+    expect(p.dueAtMs.optimize).toBe(NEVER);
+    expect(JSON.parse(JSON.stringify(p))).toStrictEqual(p);
+  });
+});
+
+describe('units and preparation', () => {
+  it('creates one merge per shard covering merged+1..sealed, within maxConcurrentPreparations', () => {
+    const d = new Driver(quietTable({ maxConcurrentPreparations: 1 }));
+    const ds = d.send(demand('s0', 4));
+    expect(prepares(ds).map((p) => [p.unit.id, p.unit.fromSeq, p.unit.toSeq])).toEqual([['merge/s0', 1, 4]]);
+    expect(prepares(d.send(demand('s1', 2)))).toHaveLength(0);
+    expect(statusView(d.state, 0).queue).toEqual([
+      { unitId: 'merge/s1', kind: 'merge', class: 2, waitedSecs: 0, reason: 'waiting for a preparation slot (1/1 preparing)' },
+    ]);
+    // A second demand for s0 does not create a second unit; the slot frees on `prepared`.
+    expect(prepares(d.send(demand('s0', 6)))).toHaveLength(0);
+    const after = d.at(10).send(prepared('merge/s0'));
+    expect(prepares(after).map((p) => p.unit.id)).toEqual(['merge/s1']);
+    expect(commits(after).map((c) => c.unit.id)).toEqual(['merge/s0']);
+  });
+
+  it('a commit advances mergedThroughSeq and the rest of the backlog gets a fresh unit', () => {
+    const d = twoMergesReady();
+    expect(d.state.turn?.unitId).toBe('merge/s0');
+    d.send(demand('s0', 7, 3));
+    const ds = d.at(5000).send(committed('merge/s0', 11, 300));
+    const s0 = d.state.shards.find((s) => s.shard === 's0')!;
+    expect(s0.mergedThroughSeq).toBe(3);
+    expect(d.state.version).toBe(11);
+    expect(d.state.counters).toMatchObject({ merges: 1, rowsMerged: 300, turns: { merge: 1 } });
+    expect(prepares(ds).map((p) => [p.unit.id, p.unit.fromSeq, p.unit.toSeq])).toEqual([['merge/s0', 4, 7]]);
+    expect(commits(ds).map((c) => c.unit.id)).toEqual(['merge/s1']);
+    expect(d.state.counters.maxTurnWaitSecs.merge).toBe(3);
+  });
+
+  it('needsCommit=false finishes a unit without the turn and sets the next due time', () => {
+    const d = new Driver(quietTable({ periodSecs: { optimize: 60, index: 0, gc: 0 } }));
+    const ds = d.at(60_000).send({ type: 'timer' });
+    expect(prepares(ds).map((p) => p.unit.id)).toEqual(['optimize']);
+    d.at(61_000).send({ type: 'prepared', unitId: 'optimize', needsCommit: false, prepared: null, attempts: 3 });
+    expect(d.state.units).toHaveLength(0);
+    expect(d.state.dueAtMs.optimize).toBe(121_000);
+    expect(d.state.counters.retries).toBe(2);
+    expect(wakeAts(d.last!.decisions)[0]!.atMs).toBe(121_000);
+  });
+
+  it('a retryable preparation failure recreates the unit with the current range; a stall is counted', () => {
+    const d = new Driver(quietTable());
+    d.send(demand('s0', 2));
+    d.send(demand('s0', 5));
+    const ds = d.send({ type: 'prepareFailed', unitId: 'merge/s0', error: 'stalled', retryable: true, stalled: true });
+    expect(prepares(ds).map((p) => [p.unit.fromSeq, p.unit.toSeq])).toEqual([[1, 5]]);
+    expect(d.state.counters).toMatchObject({ stalls: 1, retries: 1 });
+  });
+
+  it('a non-retryable preparation failure holds only that shard, visibly, until resume', () => {
+    const d = new Driver(quietTable());
+    d.send(demand('s0', 2));
+    d.send(demand('s1', 2));
+    d.send({ type: 'prepareFailed', unitId: 'merge/s0', error: 'corrupt generation 2', retryable: false, stalled: false });
+    expect(d.state.shards.find((s) => s.shard === 's0')!.heldReason).toBe('corrupt generation 2');
+    expect(d.unit('merge/s0')).toBeUndefined();
+    d.send(demand('s0', 3));
+    expect(d.unit('merge/s0')).toBeUndefined();
+    const ds = d.at(10).send(prepared('merge/s1'));
+    expect(commits(ds).map((c) => c.unit.id)).toEqual(['merge/s1']);
+    const v = statusView(d.state, 10);
+    expect(v.shards.find((s) => s.shard === 's0')!.heldReason).toBe('corrupt generation 2');
+    expect(v.queue).toContainEqual({ unitId: 'merge/s0', kind: 'merge', class: 2, waitedSecs: 0, reason: 'held: corrupt generation 2' });
+    const r = d.send({ type: 'resume', kind: 'merge' });
+    expect(prepares(r).map((p) => p.unit.id)).toEqual(['merge/s0']);
+  });
+
+  it('a non-retryable failure of optimize drops it until its next period', () => {
+    const d = new Driver(quietTable({ periodSecs: { optimize: 30, index: 0, gc: 0 } }));
+    d.at(30_000).send({ type: 'timer' });
+    d.send({ type: 'prepareFailed', unitId: 'optimize', error: 'bad plan', retryable: false, stalled: false });
+    expect(d.state.units).toHaveLength(0);
+    expect(d.state.dueAtMs.optimize).toBe(60_000);
+  });
+
+  it('progress sets the phase shown in status', () => {
+    const d = new Driver(quietTable());
+    d.send(demand('s0', 1));
+    d.send({ type: 'progress', unitId: 'merge/s0', phase: 'encode' });
+    expect(statusView(d.state, 0).preparing).toEqual([{ unitId: 'merge/s0', kind: 'merge', reservedBytes: 0, phase: 'encode' }]);
+  });
+});
+
+describe('snapshot, policy, wake-ups', () => {
+  it('schedules snapshots and folds them', () => {
+    const d = new Driver(quietTable());
+    expect(d.state.dueAtMs.snapshot).toBe(3_600_000);
+    d.send({ type: 'policyChanged', policy: { ...d.state.policy, snapshotIntervalSecs: 10 } });
+    expect(wakeAts(d.last!.decisions)[0]!.atMs).toBe(10_000);
+    const ds = d.at(10_000).send({ type: 'timer' });
+    expect(ds.map((x) => x.type)).toContain('snapshot');
+    d.at(10_500).send({ type: 'snapshot', revision: 4, shards: [{ shard: 'zz', sealedThroughSeq: 2, revision: 4 }] });
+    expect(d.state.shards.map((s) => s.shard)).toEqual(['s0', 's1', 'zz']);
+    expect(d.state.snapshotInFlight).toBe(false);
+    expect(d.state.dueAtMs.snapshot).toBe(20_500);
+  });
+
+  it('publishes pressure and backlog when they change', () => {
+    const d = new Driver(quietTable({ softBacklog: 2, hardBacklog: 6 }));
+    expect(d.send(demand('s0', 4))).toContainEqual({ type: 'publish', writePressure: 0.5, backlog: 4 });
+    expect(d.send(demand('s0', 4)).some((x) => x.type === 'publish')).toBe(false);
+  });
+
+  it('policyChanged re-evaluates with the new policy', () => {
+    const d = new Driver(quietTable({ maxConcurrentPreparations: 1 }));
+    d.send(demand('s0', 1));
+    d.send(demand('s1', 1));
+    expect(d.state.units).toHaveLength(1);
+    const ds = d.send({ type: 'policyChanged', policy: { ...d.state.policy, maxConcurrentPreparations: 2 } });
+    expect(prepares(ds).map((p) => p.unit.id)).toEqual(['merge/s1']);
+    const ds2 = d.at(5).send({ type: 'policyChanged', policy: { ...d.state.policy, periodSecs: { optimize: 1, index: 0, gc: 0 } } });
+    expect(wakeAts(ds2)[0]!.atMs).toBe(1005);
+  });
+
+  it('carryOver drops unstarted work but keeps waiting units with their wait', () => {
+    const d = twoMergesReady();
+    d.send(demand('s0', 9, 9));
+    const c: TableState = carryOver(d.state);
+    expect(c.turn).toBeNull();
+    expect(c.units.map((u) => [u.id, u.state, u.readySinceMs])).toEqual([
+      ['merge/s0', 'ready', 1000],
+      ['merge/s1', 'ready', 2000],
+    ]);
+    expect(commits(step(c, { type: 'timer' }, 3000).decisions).map((x) => x.unit.id)).toEqual(['merge/s0']);
+  });
+});
+
+function deepFreeze<T>(o: T): T {
+  if (o && typeof o === 'object') {
+    Object.freeze(o);
+    for (const v of Object.values(o)) deepFreeze(v);
+  }
+  return o;
+}
