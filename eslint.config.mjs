@@ -19,9 +19,9 @@ export default tseslint.config(
     // activity implementations (types only), no clocks or randomness outside the SDK.
     files: ['workflows/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', {
+      '@typescript-eslint/no-restricted-imports': ['error', {
         paths: nodeBuiltins.map((name) => ({ name, message: 'Node built-ins are not allowed in workflow code.' })),
-        patterns: [{ group: ['../activities/*', '../activities'], allowImportNames: [], message: 'Import activities only with `import type`.', allowTypeImports: true }],
+        patterns: [{ group: ['../activities', '../activities/*'], allowTypeImports: true, message: 'Import activities only with `import type`.' }],
       }],
       '@typescript-eslint/consistent-type-imports': 'error',
     },
