@@ -5,6 +5,7 @@
 export type Progress =
   | { phase: 'read'; filesRead: number; rowsRead: number }
   | { phase: 'encode'; bytesWritten: number }
+  /** deadlineMs: epoch ms until which an opaque step (mergeInsert, optimize) keeps heartbeating. */
   | { phase: 'commit'; step: string; deadlineMs?: number };
 
 export interface TableRef {
@@ -13,7 +14,7 @@ export interface TableRef {
 
 export interface SnapshotResult {
   shards: { shard: string; sealedThroughSeq: number; revision: number }[];
-  /** Max revision over shards; grows with every seal. */
+  /** Sum of the shards' revisions (each seal adds 1 to its shard's): grows with every seal. */
   revision: number;
 }
 
@@ -48,12 +49,19 @@ export interface CommitResult {
   rows: number;
 }
 
+export interface PlanOptimizeInput extends TableRef {
+  /** When given, versions older than this count towards `needed` (pruning is due). */
+  retentionSecs?: number;
+}
+
 export interface OptimizePlan {
   needed: boolean;
   reason: string;
   numFragments: number;
   numSmallFragments: number;
   unindexedRows: number;
+  /** Versions older than retentionSecs (0 when planOptimize got no retentionSecs). */
+  versionsPastRetention?: number;
 }
 
 export interface CommitOptimizeInput extends TableRef {
@@ -73,6 +81,11 @@ export interface IndexSpec {
 
 export interface IndexPlan {
   missing: IndexSpec[];
+}
+
+/** ensureIndex's result: a CommitResult (rows = the table's row count) plus what was built. */
+export interface IndexResult extends CommitResult {
+  built: IndexSpec[];
 }
 
 export interface GcPlanInput extends TableRef {

@@ -45,6 +45,18 @@ try {
 const env = server.address ? { TEMPORAL_ADDRESS: server.address } : { TEMPORAL_CLI_PATH: server.binary };
 const bin = (name) => path.join(root, 'node_modules', '.bin', name);
 if (mode === 'test') {
+  // The whole suite starts with the static checks (types, and the lint rules that keep
+  // workflow code deterministic); `npm test -- <files>` runs only those test files.
+  if (process.argv.length === 3) {
+    for (const [name, args] of [['tsc', ['--noEmit', '-p', '.']], ['eslint', ['.']]]) {
+      process.stderr.write(`${name} ...\n`);
+      const r = spawnSync(bin(name), args, { cwd: root, stdio: 'inherit' });
+      if (r.status !== 0) {
+        console.error(`turnstile: ${name} failed`);
+        process.exit(1);
+      }
+    }
+  }
   run(bin('vitest'), ['run', ...process.argv.slice(3)], env);
 } else if (mode === 'start') {
   run(bin('tsx'), ['src/cli/main.ts', 'dev', '--demo', ...process.argv.slice(3)], env);

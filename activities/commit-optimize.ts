@@ -1,0 +1,41 @@
+import { openLanceTable } from '../src/storage/lance-table';
+import { readTableMeta } from '../src/storage/table-meta';
+import type { CommitOptimizeInput, OptimizeResult } from './contract';
+import { optimizeDeadlineMs } from './deadlines';
+import type { ActivityDeps } from './deps';
+import { fail, mapCommonError } from './failures';
+import { ProgressReporter } from './progress';
+
+// Optimize holds the turn: it conflicts with merges (it is often preempted and fails
+// after doing all its work) and with other optimizes. Never deleteUnverified: deleting
+// unverified files can delete a concurrent writer's finished, uncommitted data file.
+// Lance's optimize is not atomic (compaction may commit and pruning fail); a retry
+// simply finds less to do.
+
+export function makeCommitOptimize(deps: ActivityDeps) {
+  return async function commitOptimize(input: CommitOptimizeInput): Promise<OptimizeResult> {
+    const progress = new ProgressReporter('commitOptimize', deps.faults);
+    try {
+      if (!Number.isFinite(input.retentionSecs) || input.retentionSecs < 0) {
+        throw fail('InvalidInput', `retentionSecs ${input.retentionSecs} must be a number >= 0`);
+      }
+      await readTableMeta(deps.dataRoot, input.table);
+      const tbl = await openLanceTable(deps.dataRoot, input.table);
+      if (!tbl) return { version: 0, rows: 0, fragmentsRemoved: 0, fragmentsAdded: 0, versionsPruned: 0 };
+      const before = await tbl.stats();
+      await progress.point('commit');
+      const deadlineMs = Date.now() + optimizeDeadlineMs(before.numRows);
+      const cleanupOlderThan = new Date(Date.now() - input.retentionSecs * 1000);
+      const r = await progress.bounded({ phase: 'commit', step: 'optimize', deadlineMs }, tbl.optimize({ cleanupOlderThan }));
+      return {
+        version: await tbl.version(),
+        rows: before.numRows,
+        fragmentsRemoved: r.compaction.fragmentsRemoved,
+        fragmentsAdded: r.compaction.fragmentsAdded,
+        versionsPruned: r.prune.oldVersionsRemoved,
+      };
+    } catch (err) {
+      throw mapCommonError(err);
+    }
+  };
+}

@@ -1,0 +1,34 @@
+// What a worker hands its activities. Workers are stateless: everything durable is in
+// the storage root and in Temporal history.
+
+export interface FreezePoint {
+  activity: string;
+  phase: 'read' | 'encode' | 'commit';
+  attempt: number;
+  /** Re-sends the activity's last progress; deduplicated, so it emits no heartbeat. */
+  beat(): void;
+}
+
+/** Test-only fault injection. Production workers pass none. */
+export interface FaultHooks {
+  /**
+   * Called at each progress point; a test returns a promise that does not settle to
+   * freeze the activity there (cancellation still ends the wait).
+   */
+  freezeProgress?(point: FreezePoint): Promise<void> | void;
+  /** Called after mergeInsert returned; throwing simulates a commit whose result was lost. */
+  afterMergeInsert?(info: { attempt: number; version: number }): void;
+}
+
+export interface ActivityDeps {
+  /** Storage root (TURNSTILE_DATA). */
+  dataRoot: string;
+  faults?: FaultHooks;
+  log?: (msg: string) => void;
+  /**
+   * prepareMerge writes a checkpoint (a prepared batch of the files read so far) when
+   * this many seconds passed since the last one, so a retry resumes after those files.
+   * Default 10; 0 checkpoints after every file.
+   */
+  prepareCheckpointSecs?: number;
+}

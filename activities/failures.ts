@@ -1,0 +1,29 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import { CorruptArrowFileError } from '../src/storage/arrow';
+import { TableNotFoundError } from '../src/storage/table-meta';
+
+// Failure types the workflow can act on. Non-retryable means "retrying the same input
+// cannot help": the unit is held or re-planned instead of burning attempts.
+
+export type FailureType =
+  | 'CorruptGeneration'
+  | 'MissingGeneration'
+  | 'InvalidGeneration'
+  | 'NotSealed'
+  | 'PreparedMissing'
+  | 'CorruptPrepared'
+  | 'TableNotFound'
+  | 'InvalidInput'
+  | 'GcRefused';
+
+export const fail = (type: FailureType, message: string): ApplicationFailure => ApplicationFailure.nonRetryable(message, type);
+
+export const isNotFound = (err: unknown): boolean => (err as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
+
+/** Errors every activity maps the same way; anything else stays retryable. */
+export function mapCommonError(err: unknown): unknown {
+  if (err instanceof TableNotFoundError) return fail('TableNotFound', err.message);
+  return err;
+}
+
+export { CorruptArrowFileError };

@@ -1,0 +1,51 @@
+import fs from 'node:fs/promises';
+import type { GcResult } from './contract';
+import type { ActivityDeps } from './deps';
+import { fail, mapCommonError } from './failures';
+import { isDeletableFile, isTempFile, TEMP_MIN_AGE_MS } from './gc-paths';
+import { ProgressReporter } from './progress';
+import { readTableMeta } from '../src/storage/table-meta';
+
+// Deletes exactly the planned files, under the turn: removing a Lance data/.tmp* file
+// is only safe when no writer of the base table runs, and the turn guarantees that.
+// Every path is re-checked first; one bad path refuses the whole unit before anything
+// is deleted.
+
+export interface GcInput {
+  table: string;
+  files: string[];
+  tempFiles: string[];
+}
+
+export function makeGc(deps: ActivityDeps) {
+  return async function gc(input: GcInput): Promise<GcResult> {
+    const progress = new ProgressReporter('gc', deps.faults);
+    try {
+      const root = deps.dataRoot;
+      await readTableMeta(root, input.table);
+      for (const f of input.files) {
+        if (!isDeletableFile(root, input.table, f)) throw fail('GcRefused', `gc: refusing to delete ${f}: not a generation file or prepared batch of table ${input.table}`);
+      }
+      for (const f of input.tempFiles) {
+        if (!isTempFile(root, input.table, f)) throw fail('GcRefused', `gc: refusing to delete ${f}: not a temporary file of table ${input.table}`);
+      }
+      const all = [...input.files.map((f) => ({ f, temp: false })), ...input.tempFiles.map((f) => ({ f, temp: true }))];
+      let deleted = 0;
+      let bytesFreed = 0;
+      await progress.point('commit');
+      for (const [i, { f, temp }] of all.entries()) {
+        const st = await fs.lstat(f).catch(() => null);
+        // A temp file young again would be a live writer's: leave it.
+        if (st && st.isFile() && !(temp && Date.now() - st.mtimeMs < TEMP_MIN_AGE_MS)) {
+          await fs.rm(f, { force: true });
+          deleted++;
+          bytesFreed += st.size;
+        }
+        progress.report({ phase: 'commit', step: `delete ${i + 1}/${all.length}` });
+      }
+      return { deleted, bytesFreed };
+    } catch (err) {
+      throw mapCommonError(err);
+    }
+  };
+}

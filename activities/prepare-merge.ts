@@ -1,0 +1,131 @@
+import fs from 'node:fs/promises';
+import { readIpcFile, writeIpcFileAtomic, CorruptArrowFileError, type ArrowTable } from '../src/storage/arrow';
+import { readShardSealed } from '../src/storage/generation-store';
+import { generationFile, preparedFile, tableLayout, type TableLayout } from '../src/storage/layout';
+import { readTableMeta } from '../src/storage/table-meta';
+import type { PrepareMergeInput, PreparedMerge } from './contract';
+import type { ActivityDeps } from './deps';
+import { fail, isNotFound, mapCommonError } from './failures';
+import { NewestRowPerKey } from './newest-row-per-key';
+import { ProgressReporter } from './progress';
+import { generationProblem } from './validate-generation';
+
+// Preparation of a merge: never touches the base table, so it runs outside the turn.
+//
+// What resumes on a retry (any attempt, in fact, since the outputs are deterministic
+// functions of immutable generations):
+// - the whole unit, when the prepared batch for fromSeq..toSeq already exists and reads
+//   back valid (a previous attempt finished encoding but its result was lost);
+// - the read phase, from the newest checkpoint: every `prepareCheckpointSecs` of reading,
+//   the newest rows of fromSeq..k are written as the prepared batch of range fromSeq..k
+//   (same name scheme, same content a unit of that range would produce), and a retry
+//   starts reading at k + 1. `resumedFromFile` says how many files that skipped.
+// Dedup state itself is in memory, so without a checkpoint the read starts over.
+
+async function loadValid(file: string, key: string): Promise<{ table: ArrowTable; bytes: number } | null> {
+  try {
+    const table = await readIpcFile(file);
+    if (table.numRows === 0 || generationProblem(table, key, null, undefined)) return null;
+    return { table, bytes: (await fs.stat(file)).size };
+  } catch {
+    return null;
+  }
+}
+
+/** Checkpoints of this range, newest first: prepared batches fromSeq..k with k < toSeq. */
+async function checkpoints(l: TableLayout, shard: string, fromSeq: number, toSeq: number): Promise<number[]> {
+  const names = await fs.readdir(l.prepared).catch(() => [] as string[]);
+  const ks: number[] = [];
+  for (const name of names) {
+    const m = /^(.*)-(\d+)-(\d+)\.arrow$/.exec(name);
+    if (m && m[1] === shard && Number(m[2]) === fromSeq && Number(m[3]) < toSeq) ks.push(Number(m[3]));
+  }
+  return ks.sort((a, b) => b - a);
+}
+
+async function readGeneration(file: string, shard: string, seq: number, sealedThrough: number): Promise<ArrowTable> {
+  try {
+    return await readIpcFile(file);
+  } catch (err) {
+    if (isNotFound(err)) {
+      throw fail('MissingGeneration', `generation ${file} (shard ${shard} seq ${seq}) is missing, though the shard is sealed through ${sealedThrough}`);
+    }
+    if (err instanceof CorruptArrowFileError) throw fail('CorruptGeneration', `corrupt generation ${err.message}`);
+    throw err;
+  }
+}
+
+export function makePrepareMerge(deps: ActivityDeps) {
+  return async function prepareMerge(input: PrepareMergeInput): Promise<PreparedMerge> {
+    const progress = new ProgressReporter('prepareMerge', deps.faults);
+    try {
+      return await prepare(deps, input, progress);
+    } catch (err) {
+      throw mapCommonError(err);
+    }
+  };
+}
+
+async function prepare(deps: ActivityDeps, input: PrepareMergeInput, progress: ProgressReporter): Promise<PreparedMerge> {
+  const { table, shard, fromSeq, toSeq } = input;
+  if (!Number.isSafeInteger(fromSeq) || !Number.isSafeInteger(toSeq) || fromSeq < 1 || fromSeq > toSeq) {
+    throw fail('InvalidInput', `prepareMerge: seq range ${fromSeq}..${toSeq} is not valid`);
+  }
+  const meta = await readTableMeta(deps.dataRoot, table);
+  if (!meta.shards.includes(shard)) throw fail('InvalidInput', `shard ${shard} is not a shard of table ${table}`);
+  if (input.key !== meta.key) throw fail('InvalidInput', `key ${input.key} is not table ${table}'s key ${meta.key}`);
+  const sealed = await readShardSealed(deps.dataRoot, table, shard);
+  if (toSeq > sealed.sealedThroughSeq) {
+    throw fail('NotSealed', `table ${table} shard ${shard}: seq ${toSeq} is not sealed (sealed through ${sealed.sealedThroughSeq})`);
+  }
+
+  const l = tableLayout(deps.dataRoot, table);
+  const out = preparedFile(l, shard, fromSeq, toSeq);
+  const base = { shard, fromSeq, toSeq, attempt: progress.attempt };
+  const total = toSeq - fromSeq + 1;
+
+  const done = await loadValid(out, meta.key);
+  if (done) {
+    progress.report({ phase: 'encode', bytesWritten: done.bytes });
+    return { ...base, preparedPath: out, rows: done.table.numRows, bytes: done.bytes, resumedFromFile: total };
+  }
+
+  const acc = new NewestRowPerKey(meta.key);
+  let next = fromSeq;
+  for (const k of await checkpoints(l, shard, fromSeq, toSeq)) {
+    const cp = await loadValid(preparedFile(l, shard, fromSeq, k), meta.key);
+    if (!cp) continue;
+    acc.add(cp.table);
+    next = k + 1;
+    deps.log?.(`prepareMerge ${table}/${shard} ${fromSeq}..${toSeq}: attempt ${progress.attempt} resumes after checkpoint ${fromSeq}..${k}`);
+    break;
+  }
+  const resumedFromFile = next - fromSeq;
+
+  const checkpointMs = (deps.prepareCheckpointSecs ?? 10) * 1000;
+  let lastCheckpoint = Date.now();
+  for (let seq = next; seq <= toSeq; seq++) {
+    const file = generationFile(l, shard, seq);
+    const gen = await readGeneration(file, shard, seq, sealed.sealedThroughSeq);
+    const problem = generationProblem(gen, meta.key, seq, acc.schema);
+    if (problem) throw fail('InvalidGeneration', `invalid generation ${file}: ${problem}`);
+    acc.add(gen);
+    progress.report({ phase: 'read', filesRead: seq - fromSeq + 1, rowsRead: acc.rowsRead });
+    await progress.point('read');
+    if (seq < toSeq && Date.now() - lastCheckpoint >= checkpointMs) {
+      const partial = acc.build();
+      if (partial) await writeIpcFileAtomic(preparedFile(l, shard, fromSeq, seq), partial);
+      lastCheckpoint = Date.now();
+    }
+  }
+
+  progress.report({ phase: 'encode', bytesWritten: 0 });
+  await progress.point('encode');
+  const batch = acc.build();
+  if (!batch) return { ...base, preparedPath: null, rows: 0, bytes: 0, resumedFromFile };
+  const { bytes } = await writeIpcFileAtomic(out, batch);
+  progress.report({ phase: 'encode', bytesWritten: bytes });
+  // Checkpoints are left to gc (removed once merged): a checkpoint fromSeq..k is also
+  // the prepared batch of a unit fromSeq..k, which may still be waiting to commit.
+  return { ...base, preparedPath: out, rows: batch.numRows, bytes, resumedFromFile };
+}

@@ -1,0 +1,15 @@
+import { readSealed } from '../src/storage/generation-store';
+import type { SnapshotResult, TableRef } from './contract';
+import type { ActivityDeps } from './deps';
+import { mapCommonError } from './failures';
+
+// A scan of the generation store's SEALED.json files: cheap, read-only, any worker.
+export function makeSnapshot(deps: ActivityDeps) {
+  return async function snapshot(input: TableRef): Promise<SnapshotResult> {
+    try {
+      return await readSealed(deps.dataRoot, input.table);
+    } catch (err) {
+      throw mapCommonError(err);
+    }
+  };
+}

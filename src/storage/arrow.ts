@@ -1,0 +1,106 @@
+import { createRequire } from 'node:module';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type * as ArrowNs from 'apache-arrow';
+import { TEMP_MARKER } from './layout';
+
+// lancedb loads apache-arrow with CommonJS `require`. An ESM `import` of the same
+// package (what vitest and tsx do for node_modules) yields a SECOND Arrow instance,
+// and lancedb then fails with "Table and inner RecordBatch schemas must be
+// equivalent". So every module of the project gets Arrow from here, through require.
+// `__filename` exists under tsx, vitest and plain CommonJS; the cwd fallback only
+// matters for a future pure-ESM build, where it resolves the same node_modules.
+const requireHere = createRequire(typeof __filename === 'string' ? __filename : path.join(process.cwd(), 'index.js'));
+
+export const arrow: typeof ArrowNs = requireHere('apache-arrow') as typeof ArrowNs;
+export type ArrowTable = ArrowNs.Table;
+export type RecordBatch = ArrowNs.RecordBatch;
+export type Schema = ArrowNs.Schema;
+export type Field = ArrowNs.Field;
+export type DataType = ArrowNs.DataType;
+export type Vector = ArrowNs.Vector;
+
+const MAGIC = Buffer.from('ARROW1');
+
+/** Raised when an IPC file cannot be decoded; the message names the file. */
+export class CorruptArrowFileError extends Error {
+  constructor(
+    readonly file: string,
+    reason: string,
+  ) {
+    super(`${file}: not a readable Arrow IPC file (${reason})`);
+    this.name = 'CorruptArrowFileError';
+  }
+}
+
+export function toTable(data: ArrowTable | RecordBatch): ArrowTable {
+  return data instanceof arrow.RecordBatch ? new arrow.Table([data]) : data;
+}
+
+/** A temp name in the same directory (rename must not cross file systems) that gc can recognise. */
+export function tempPathFor(file: string): string {
+  const rand = randomBytes(4).toString('hex');
+  return path.join(path.dirname(file), `${TEMP_MARKER}${process.pid}-${rand}-${path.basename(file)}`);
+}
+
+export async function fsyncDir(dir: string): Promise<void> {
+  const handle = await fs.open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Write bytes so that readers see either nothing or the whole file, also after a
+ * crash: temp file, fsync, rename, fsync of the directory (makes the rename durable).
+ */
+export async function writeFileAtomic(file: string, bytes: Uint8Array | string): Promise<void> {
+  const tmp = tempPathFor(file);
+  const handle = await fs.open(tmp, 'wx');
+  try {
+    await handle.writeFile(bytes);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  try {
+    await fs.rename(tmp, file);
+  } catch (err) {
+    await fs.rm(tmp, { force: true });
+    throw err;
+  }
+  await fsyncDir(path.dirname(file));
+}
+
+/** Write a table or batch as an Arrow IPC file (file format, with footer) atomically. */
+export async function writeIpcFileAtomic(file: string, data: ArrowTable | RecordBatch): Promise<{ bytes: number }> {
+  const bytes = arrow.tableToIPC(toTable(data), 'file');
+  await writeFileAtomic(file, bytes);
+  return { bytes: bytes.byteLength };
+}
+
+/**
+ * Read an Arrow IPC file. The file format has the magic at both ends, so a truncated
+ * file is caught before decoding; decoding errors are rethrown naming the file.
+ * ENOENT is passed through unchanged so callers can tell "missing" from "corrupt".
+ */
+export async function readIpcFile(file: string): Promise<ArrowTable> {
+  const buf = await fs.readFile(file);
+  // Smallest valid file: magic + padding (8) + footer length (4) + magic (6).
+  if (buf.byteLength < 18) throw new CorruptArrowFileError(file, `only ${buf.byteLength} bytes`);
+  if (!buf.subarray(0, 6).equals(MAGIC)) throw new CorruptArrowFileError(file, 'no leading ARROW1 magic');
+  if (!buf.subarray(buf.byteLength - 6).equals(MAGIC)) {
+    throw new CorruptArrowFileError(file, 'no trailing ARROW1 magic: truncated');
+  }
+  let table: ArrowTable;
+  try {
+    table = arrow.tableFromIPC(buf);
+  } catch (err) {
+    throw new CorruptArrowFileError(file, err instanceof Error ? err.message : String(err));
+  }
+  if (table.schema.fields.length === 0) throw new CorruptArrowFileError(file, 'no columns');
+  return table;
+}

@@ -1,0 +1,165 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { SnapshotResult } from '../../activities/contract';
+import { SEQ_COLUMN, validateShardName } from '../names';
+import { arrow, writeFileAtomic, writeIpcFileAtomic, type ArrowTable } from './arrow';
+import { checkTableSchema } from './table-schema';
+import { withFileLock } from './file-lock';
+import { generationFile, sealedFile, shardDir, tableLayout } from './layout';
+import { checkKeyColumn, tableFromRows, withSeqColumn, type Row } from './records';
+import { shardOfKey } from './routing';
+import { readTableMeta, type TableMeta } from './table-meta';
+
+export { createTableMeta, readTableMeta, listTables, TableNotFoundError, TableExistsError, type TableMeta } from './table-meta';
+
+// The generation store: per shard, immutable generation files numbered by a dense seq,
+// and SEALED.json {sealedThroughSeq, revision}. SEALED.json is the only mutable file
+// and the source of truth for what is sealed; gc deletes merged generation files but
+// never SEALED.json, so a snapshot never sees the sealed-through seq drop.
+
+export interface ShardSealed {
+  shard: string;
+  sealedThroughSeq: number;
+  revision: number;
+}
+
+export interface SealResult {
+  seq: number;
+  revision: number;
+  path: string;
+  rows: number;
+  bytes: number;
+}
+
+export interface GenerationEntry {
+  seq: number;
+  path: string;
+  /** Size in bytes, or null when the file is missing. */
+  bytes: number | null;
+}
+
+const GENERATION_NAME = /^(\d{12})\.arrow$/;
+
+export async function readShardSealed(root: string, table: string, shard: string): Promise<ShardSealed> {
+  const file = sealedFile(tableLayout(root, table), shard);
+  let text: string;
+  try {
+    text = await fs.readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { shard, sealedThroughSeq: 0, revision: 0 };
+    throw err;
+  }
+  const v = JSON.parse(text) as Partial<ShardSealed>;
+  if (!Number.isSafeInteger(v.sealedThroughSeq) || !Number.isSafeInteger(v.revision)) {
+    throw new Error(`${file}: invalid contents ${JSON.stringify(text)}`);
+  }
+  return { shard, sealedThroughSeq: v.sealedThroughSeq as number, revision: v.revision as number };
+}
+
+export async function readSealed(root: string, table: string): Promise<SnapshotResult> {
+  const meta = await readTableMeta(root, table);
+  const shards = await Promise.all(meta.shards.map((s) => readShardSealed(root, table, s)));
+  // The sum, not the max: every seal raises exactly one shard's revision by one, so the
+  // sum grows with every seal of any shard (the max would not).
+  return { shards, revision: shards.reduce((sum, s) => sum + s.revision, 0) };
+}
+
+function assertShard(meta: TableMeta, shard: string): void {
+  validateShardName(shard);
+  if (!meta.shards.includes(shard)) {
+    throw new Error(`shard ${shard} is not a shard of table ${meta.name} (shards: ${meta.shards.join(', ')})`);
+  }
+}
+
+// Invariant: a key lives in exactly one shard. A row routed elsewhere could later be
+// overwritten by an older row of another shard with a higher seq, so refuse it.
+function assertRouting(table: ArrowTable, meta: TableMeta, shard: string): void {
+  if (meta.shards.length === 1) return;
+  const keys = table.getChild(meta.key);
+  if (!keys) return;
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys.get(i) as string | number | bigint;
+    const owner = shardOfKey(k, meta.shards);
+    if (owner !== shard) {
+      throw new Error(`key ${String(k)} belongs to shard ${owner}, not ${shard} (keys are routed with shardOfKey)`);
+    }
+  }
+}
+
+export interface SealOptions {
+  lockTimeoutMs?: number;
+}
+
+/**
+ * Seal one generation: under the shard's lock, seq = sealedThroughSeq + 1, write the
+ * file atomically, then atomically advance SEALED.json. A crash between the two leaves
+ * an unsealed file with the next seq, which the next seal overwrites.
+ */
+export async function sealGeneration(
+  root: string,
+  table: string,
+  shard: string,
+  rows: ArrowTable | readonly Row[],
+  opts: SealOptions = {},
+): Promise<SealResult> {
+  const meta = await readTableMeta(root, table);
+  assertShard(meta, shard);
+  let input: ArrowTable;
+  if (Array.isArray(rows)) input = tableFromRows(rows as readonly Row[], meta.key);
+  else if (rows instanceof arrow.Table) input = rows;
+  else throw new Error('rows: expected an array of records or an Arrow Table loaded through src/storage/arrow.ts');
+  if (input.numRows === 0) throw new Error('no rows to seal');
+  checkKeyColumn(input, meta.key, `table ${table} shard ${shard}`);
+  assertRouting(input, meta, shard);
+  const ref = await checkTableSchema(root, table, withSeqColumn(input, 0, meta.key).schema);
+  // Same column order in every generation, so prepared batches all match the Lance table.
+  const order = ref.fields.filter((f) => f.name !== SEQ_COLUMN).map((f) => input.schema.fields.findIndex((x) => x.name === f.name));
+  input = input.selectAt(order);
+
+  const l = tableLayout(root, table);
+  const dir = shardDir(l, shard);
+  await fs.mkdir(dir, { recursive: true });
+  return withFileLock(
+    path.join(dir, 'SEAL.lock'),
+    async () => {
+      const before = await readShardSealed(root, table, shard);
+      const seq = before.sealedThroughSeq + 1;
+      const revision = before.revision + 1;
+      const file = generationFile(l, shard, seq);
+      const { bytes } = await writeIpcFileAtomic(file, withSeqColumn(input, seq, meta.key));
+      await writeFileAtomic(sealedFile(l, shard), JSON.stringify({ sealedThroughSeq: seq, revision }));
+      return { seq, revision, path: file, rows: input.numRows, bytes };
+    },
+    { timeoutMs: opts.lockTimeoutMs },
+  );
+}
+
+/** The generation files fromSeq..toSeq in seq order; missing ones have bytes null. */
+export async function listGenerations(root: string, table: string, shard: string, fromSeq: number, toSeq: number): Promise<GenerationEntry[]> {
+  const l = tableLayout(root, table);
+  const out: GenerationEntry[] = [];
+  for (let seq = fromSeq; seq <= toSeq; seq++) {
+    const file = generationFile(l, shard, seq);
+    const st = await fs.stat(file).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return null;
+      throw err;
+    });
+    out.push({ seq, path: file, bytes: st ? st.size : null });
+  }
+  return out;
+}
+
+/** Every generation file present in a shard's directory (any seq), sorted by seq. */
+export async function scanGenerationFiles(root: string, table: string, shard: string): Promise<{ seq: number; path: string }[]> {
+  const dir = shardDir(tableLayout(root, table), shard);
+  const names = await fs.readdir(dir).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return [] as string[];
+    throw err;
+  });
+  const out: { seq: number; path: string }[] = [];
+  for (const name of names) {
+    const m = GENERATION_NAME.exec(name);
+    if (m) out.push({ seq: Number(m[1]), path: path.join(dir, name) });
+  }
+  return out.sort((a, b) => a.seq - b.seq);
+}

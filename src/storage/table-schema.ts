@@ -1,0 +1,53 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { arrow, readIpcFile, tempPathFor, type Schema } from './arrow';
+import { tableLayout } from './layout';
+
+// The table's column schema, fixed by its first seal (`<meta>/schema.arrow`, an Arrow
+// file with no rows). A generation of another shape could never be merged: prepareMerge
+// would fail on it and hold the shard. Refusing it at seal time keeps shards mergeable.
+
+const schemaFile = (root: string, table: string): string => path.join(tableLayout(root, table).meta, 'schema.arrow');
+
+const describe = (s: Schema): string => `{${s.fields.map((f) => `${f.name}: ${String(f.type)}`).join(', ')}}`;
+
+function sameColumns(a: Schema, b: Schema): boolean {
+  if (a.fields.length !== b.fields.length) return false;
+  const types = new Map(a.fields.map((f) => [f.name, String(f.type)]));
+  return b.fields.every((f) => types.get(f.name) === String(f.type));
+}
+
+async function readSchema(file: string): Promise<Schema | null> {
+  try {
+    return (await readIpcFile(file)).schema;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+}
+
+/** Record `schema` as the table's if it has none yet; otherwise refuse a different one. Returns the table's. */
+export async function checkTableSchema(root: string, table: string, schema: Schema): Promise<Schema> {
+  const file = schemaFile(root, table);
+  let ref = await readSchema(file);
+  if (!ref) {
+    const tmp = tempPathFor(file);
+    await fs.writeFile(tmp, arrow.tableToIPC(new arrow.Table(schema), 'file'), { flag: 'wx' });
+    try {
+      await fs.link(tmp, file); // first sealer wins; a concurrent one compares with it
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    } finally {
+      await fs.rm(tmp, { force: true });
+    }
+    ref = await readSchema(file);
+    if (!ref) throw new Error(`${file}: vanished right after it was written`);
+  }
+  if (!sameColumns(ref, schema)) {
+    throw new Error(`table ${table}: rows with columns ${describe(schema)} do not match the table's ${describe(ref)}`);
+  }
+  return ref;
+}
+
+/** The schema fixed by the table's first seal, or null before it. */
+export const readTableSchema = (root: string, table: string): Promise<Schema | null> => readSchema(schemaFile(root, table));

@@ -1,0 +1,56 @@
+import { shardOfKey } from '../storage/routing';
+
+// Deterministic test and demo rows. Keys come from [a, b] and route to `shard`, so a
+// generated batch can be sealed into that shard without breaking key ownership.
+
+export interface GeneratedRow {
+  id: number;
+  value: string;
+  n: number;
+  [column: string]: unknown;
+}
+
+export interface GenerateRowsOptions {
+  /** Inclusive key range. */
+  keys: [number, number];
+  /** Rows wanted; default every key of the range that routes to the shard. */
+  count?: number;
+  shard: string;
+  shards: readonly string[];
+  seed?: number;
+}
+
+// mulberry32: tiny, seedable, good enough for test data.
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function generateRows(opts: GenerateRowsOptions): GeneratedRow[] {
+  const [a, b] = opts.keys;
+  if (!Number.isSafeInteger(a) || !Number.isSafeInteger(b) || a > b) throw new Error(`keys: ${a}..${b} is not a valid integer range`);
+  if (!opts.shards.includes(opts.shard)) throw new Error(`shard ${opts.shard} is not one of ${opts.shards.join(', ')}`);
+  const seed = opts.seed ?? 1;
+  const candidates: number[] = [];
+  for (let k = a; k <= b; k++) if (shardOfKey(k, opts.shards) === opts.shard) candidates.push(k);
+  const count = opts.count ?? candidates.length;
+  if (count > candidates.length) {
+    throw new Error(`only ${candidates.length} keys of ${a}..${b} route to shard ${opts.shard}; asked for ${count} rows`);
+  }
+  const rand = prng(seed);
+  // Partial Fisher-Yates: a seeded sample without repeats, then key order for readability.
+  for (let i = 0; i < count; i++) {
+    const j = i + Math.floor(rand() * (candidates.length - i));
+    [candidates[i], candidates[j]] = [candidates[j] as number, candidates[i] as number];
+  }
+  return candidates
+    .slice(0, count)
+    .sort((x, y) => x - y)
+    .map((id) => ({ id, value: `v${seed}-${id}`, n: Math.round(rand() * 1e6) / 100 }));
+}

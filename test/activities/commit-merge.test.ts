@@ -1,0 +1,122 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createActivities } from '../../activities';
+import { openLanceTable } from '../../src/storage/lance-table';
+import { makeFixture, prepareAndCommit, run, sealMany, start, tableRows, type Fixture } from './helpers';
+
+let f: Fixture;
+beforeEach(async () => {
+  f = await makeFixture({ shards: 2 });
+});
+afterEach(() => f.cleanup());
+
+const prep = (fromSeq: number, toSeq: number, shard = 's0') => run(f.acts.prepareMerge, [{ table: f.table, key: 'id', shard, fromSeq, toSeq }]);
+const commit = (prepared: Awaited<ReturnType<typeof prep>>, acts = f.acts, attempt = 1) =>
+  run(acts.commitMerge, [{ table: f.table, key: 'id', prepared }], { attempt });
+
+describe('commitMerge', () => {
+  it('creates the table on first commit with the key as primary key, then upserts', async () => {
+    await sealMany(f, 's0', 3, 40, [0, 99]);
+    await sealMany(f, 's1', 2, 40, [0, 99]);
+    const a = await prepareAndCommit(f, 's0', 1, 3);
+    const b = await prepareAndCommit(f, 's1', 1, 2);
+    expect(b.version).toBeGreaterThan(a.version);
+    const rows = await tableRows(f);
+    expect(rows).toHaveLength(a.prepared.rows + b.prepared.rows);
+    expect(new Set(rows.map((r) => r.id)).size).toBe(rows.length);
+    const tbl = (await openLanceTable(f.root, f.table))!;
+    const idField = (await tbl.schema()).fields.find((x) => x.name === 'id')!;
+    expect(idField.nullable).toBe(false);
+    expect([...idField.metadata.keys()].join()).toMatch(/primary-key/);
+  });
+
+  it('applying the same prepared batch twice leaves the rows unchanged', async () => {
+    await sealMany(f, 's0', 3, 40, [0, 99]);
+    const p = await prep(1, 3);
+    const first = await commit(p);
+    const before = await tableRows(f);
+    const again = await commit(p);
+    expect(again.rows).toBe(0);
+    expect(await tableRows(f)).toEqual(before);
+    expect(before).toHaveLength(p.rows);
+    expect(first.rows).toBe(p.rows);
+  });
+
+  it('an older batch applied after a newer one changes nothing', async () => {
+    await sealMany(f, 's0', 4, 40, [0, 99]);
+    const older = await prep(1, 2);
+    const newer = await prep(3, 4);
+    await commit(newer);
+    await commit(older); // inserts keys only the older batch has, replaces nothing
+    const expected = await tableRows(f);
+    await commit(older);
+    await commit(newer);
+    expect(await tableRows(f)).toEqual(expected);
+    // The same end state as applying them in order.
+    const g = await makeFixture({ shards: 2 });
+    try {
+      await sealMany(g, 's0', 4, 40, [0, 99]);
+      await prepareAndCommit(g, 's0', 1, 2);
+      await prepareAndCommit(g, 's0', 3, 4);
+      expect(await tableRows(g)).toEqual(expected);
+    } finally {
+      g.cleanup();
+    }
+  });
+
+  it('a commit whose result was lost, retried, gives the same table', async () => {
+    await sealMany(f, 's0', 2, 40, [0, 99]);
+    await prepareAndCommit(f, 's0', 1, 1);
+    const p = await prep(2, 2);
+    const lossy = createActivities({
+      dataRoot: f.root,
+      faults: {
+        afterMergeInsert: ({ attempt }) => {
+          if (attempt === 1) throw new Error('connection lost after mergeInsert');
+        },
+      },
+    });
+    await expect(commit(p, lossy, 1)).rejects.toThrow('connection lost');
+    const afterLost = await tableRows(f);
+    const retried = await commit(p, lossy, 2);
+    expect(retried.rows).toBe(0);
+    expect(await tableRows(f)).toEqual(afterLost);
+    const g = await makeFixture({ shards: 2 });
+    try {
+      await sealMany(g, 's0', 2, 40, [0, 99]);
+      await prepareAndCommit(g, 's0', 1, 1);
+      await prepareAndCommit(g, 's0', 2, 2);
+      expect(await tableRows(g)).toEqual(afterLost);
+    } finally {
+      g.cleanup();
+    }
+  });
+
+  it('skips an empty prepared batch without creating a version', async () => {
+    await sealMany(f, 's0', 1, 10, [0, 99]);
+    const { version } = await prepareAndCommit(f, 's0', 1, 1);
+    const empty = { shard: 's0', fromSeq: 2, toSeq: 2, preparedPath: null, rows: 0, bytes: 0, attempt: 1, resumedFromFile: 0 };
+    expect(await commit(empty)).toEqual({ version, rows: 0 });
+  });
+
+  it('heartbeats the bounded mergeInsert step with its deadline', async () => {
+    await sealMany(f, 's0', 1, 10, [0, 99]);
+    const p = await prep(1, 1);
+    const t0 = Date.now();
+    const r = start(f.acts.commitMerge, [{ table: f.table, key: 'id', prepared: p }]);
+    await r.result;
+    const steps = r.heartbeats as { phase: string; step: string; deadlineMs?: number }[];
+    expect(steps.map((h) => h.step)).toEqual(['read-prepared', 'open', 'mergeInsert']);
+    expect(steps[2]!.deadlineMs).toBeGreaterThanOrEqual(t0 + 30_000);
+  });
+
+  it('a missing prepared batch fails non-retryably so the unit is prepared again', async () => {
+    await sealMany(f, 's0', 1, 10, [0, 99]);
+    const p = await prep(1, 1);
+    const { rmSync } = await import('node:fs');
+    rmSync(p.preparedPath!);
+    const err = await commit(p).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect((err as ApplicationFailure).type).toBe('PreparedMissing');
+  });
+});

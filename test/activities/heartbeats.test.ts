@@ -1,0 +1,95 @@
+import { CancelledFailure } from '@temporalio/activity';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createActivities } from '../../activities';
+import type { FreezePoint } from '../../activities/deps';
+import { ProgressReporter } from '../../activities/progress';
+import { makeFixture, sealMany, start, type Fixture } from './helpers';
+
+// Heartbeats carry progress: an activity that stops advancing stops heartbeating, even
+// if it is alive and keeps "beating", so the heartbeat timeout detects the stall.
+
+let f: Fixture;
+beforeEach(async () => {
+  f = await makeFixture({ shards: 1 });
+});
+afterEach(() => f.cleanup());
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('progress heartbeats', () => {
+  it('are sent only when the details change', async () => {
+    const r = start(async () => {
+      const p = new ProgressReporter('x');
+      p.report({ phase: 'read', filesRead: 1, rowsRead: 10 });
+      p.report({ phase: 'read', filesRead: 1, rowsRead: 10 });
+      p.report({ phase: 'read', filesRead: 2, rowsRead: 20 });
+      p.report({ phase: 'read', filesRead: 2, rowsRead: 20 });
+    }, []);
+    await r.result;
+    expect(r.heartbeats).toEqual([
+      { phase: 'read', filesRead: 1, rowsRead: 10 },
+      { phase: 'read', filesRead: 2, rowsRead: 20 },
+    ]);
+  });
+
+  it('a frozen prepareMerge that keeps beating emits no new heartbeat, and cancellation ends it', async () => {
+    await sealMany(f, 's0', 4, 20);
+    let stop = false;
+    let beats = 0;
+    const acts = createActivities({
+      dataRoot: f.root,
+      faults: {
+        freezeProgress: async (pt: FreezePoint) => {
+          if (pt.activity !== 'prepareMerge' || pt.phase !== 'read' || pt.attempt !== 1) return;
+          // Alive but stuck after the second file: beats the same progress forever.
+          if (++beats < 2) return;
+          while (!stop) {
+            pt.beat();
+            await sleep(10);
+          }
+        },
+      },
+    });
+    const r = start(acts.prepareMerge, [{ table: f.table, key: 'id', shard: 's0', fromSeq: 1, toSeq: 4 }]);
+    await sleep(150);
+    const frozenAt = r.heartbeats.length;
+    expect(r.heartbeats.at(-1)).toMatchObject({ phase: 'read', filesRead: 2 });
+    await sleep(300);
+    expect(r.heartbeats.length).toBe(frozenAt);
+    r.env.cancel();
+    await expect(r.result).rejects.toBeInstanceOf(CancelledFailure);
+    stop = true;
+  });
+
+  it('a frozen commit (a hook that never settles) emits nothing after its last step', async () => {
+    await sealMany(f, 's0', 1, 20);
+    const prepared = await start(f.acts.prepareMerge, [{ table: f.table, key: 'id', shard: 's0', fromSeq: 1, toSeq: 1 }]).result;
+    const acts = createActivities({ dataRoot: f.root, faults: { freezeProgress: (pt) => (pt.phase === 'commit' ? new Promise<void>(() => {}) : undefined) } });
+    const r = start(acts.commitMerge, [{ table: f.table, key: 'id', prepared }], { heartbeatTimeoutMs: 90 });
+    await sleep(400);
+    expect(r.heartbeats).toEqual([
+      { phase: 'commit', step: 'read-prepared' },
+      { phase: 'commit', step: 'open' },
+    ]);
+    r.env.cancel();
+    await expect(r.result).rejects.toBeInstanceOf(CancelledFailure);
+  });
+
+  it('an opaque bounded step is kept alive only until its declared deadline', async () => {
+    let deadlineMs = 0;
+    const r = start(
+      async () => {
+        const p = new ProgressReporter('x');
+        deadlineMs = Date.now() + 200;
+        await p.bounded({ phase: 'commit', step: 'mergeInsert', deadlineMs }, sleep(700));
+      },
+      [],
+      { heartbeatTimeoutMs: 150 },
+    );
+    const times: number[] = [];
+    r.env.on('heartbeat', () => times.push(Date.now()));
+    await r.result;
+    expect(times.length).toBeGreaterThanOrEqual(3);
+    expect(times.filter((t) => t > deadlineMs + 20)).toEqual([]);
+  });
+});

@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { NewestRowPerKey } from '../../activities/newest-row-per-key';
+import { arrow, type ArrowTable } from '../../src/storage/arrow';
+import { tableFromRows, withSeqColumn, type Row } from '../../src/storage/records';
+
+// The gather fast paths (typed arrays, raw UTF-8) and the builder fallback (nulls,
+// vectors) must give the same rows, also from multi-batch and sliced sources.
+
+const gen = (rows: Row[], seq: number): ArrowTable => withSeqColumn(tableFromRows(rows, 'id'), seq, 'id');
+const ser = (r: Record<string, unknown>): string =>
+  JSON.stringify({ ...r }, (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v instanceof arrow.Vector ? [...(v as Iterable<unknown>)] : v));
+const plain = (t: ArrowTable): string[] => t.toArray().map(ser).sort();
+
+describe('NewestRowPerKey', () => {
+  it('keeps the last row per key across multi-batch and sliced sources, with strings, nulls and vectors', () => {
+    const a = gen([{ id: 1, s: 'eins', x: 1.5, v: [1, 2] }, { id: 2, s: 'zwei', x: null, v: [3, 4] }, { id: 3, s: 'drei ü', x: 3, v: [5, 6] }], 1);
+    const b1 = gen([{ id: 2, s: 'zwei →', x: 22, v: [7, 8] }, { id: 4, s: 'vier', x: null, v: [9, 10] }], 2);
+    const b2 = gen([{ id: 9, s: 'neun', x: 9, v: [0, 0] }, { id: 1, s: 'eins 2', x: 11, v: [1, 1] }], 2);
+    const multi = new arrow.Table(b1.schema, [...b1.batches, ...b2.batches]);
+    expect(multi.batches).toHaveLength(2);
+    const sliced = multi.slice(1); // drops id 2 of seq 2
+    const acc = new NewestRowPerKey('id');
+    acc.add(a);
+    acc.add(sliced);
+    const out = acc.build()!;
+    expect(out.schema.fields.map((f) => [f.name, String(f.type), f.nullable])).toEqual(a.schema.fields.map((f) => [f.name, String(f.type), f.nullable]));
+    const want = gen([{ id: 1, s: 'eins 2', x: 11, v: [1, 1] }, { id: 2, s: 'zwei', x: null, v: [3, 4] }, { id: 3, s: 'drei ü', x: 3, v: [5, 6] }, { id: 4, s: 'vier', x: null, v: [9, 10] }, { id: 9, s: 'neun', x: 9, v: [0, 0] }], 0);
+    const seqs = new Map([['1', 2n], ['2', 1n], ['3', 1n], ['4', 2n], ['9', 2n]]);
+    const expected = want.toArray().map((r: Record<string, unknown>) => ({ ...r, _seq: seqs.get(String(r.id)) }));
+    expect(plain(out)).toEqual(expected.map(ser).sort());
+  });
+
+  it('string keys and an empty accumulator', () => {
+    expect(new NewestRowPerKey('id').build()).toBeNull();
+    const acc = new NewestRowPerKey('id');
+    acc.add(gen([{ id: 'a', n: 1 }, { id: 'b', n: 2 }, { id: 'a', n: 3 }], 1));
+    const out = acc.build()!;
+    expect(out.toArray().map((r: Record<string, unknown>) => [r.id, r.n]).sort()).toEqual([['a', 3], ['b', 2]]);
+  });
+});

@@ -1,0 +1,139 @@
+import fs from 'node:fs';
+import { ApplicationFailure } from '@temporalio/activity';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { readIpcFile } from '../../src/storage/arrow';
+import { sealGeneration } from '../../src/storage/generation-store';
+import { generationFile, preparedFile, tableLayout } from '../../src/storage/layout';
+import { generateRows } from '../../src/writer';
+import { makeFixture, run, sealMany, start, type Fixture } from './helpers';
+
+let f: Fixture;
+beforeEach(async () => {
+  f = await makeFixture({ shards: 2 });
+});
+afterEach(() => f.cleanup());
+
+const input = (fromSeq: number, toSeq: number, shard = 's0') => ({ table: f.table, key: 'id', shard, fromSeq, toSeq });
+
+async function failure(p: Promise<unknown>): Promise<ApplicationFailure> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ApplicationFailure);
+  return err as ApplicationFailure;
+}
+
+describe('prepareMerge', () => {
+  it('keeps the newest row per key, in one prepared batch, reporting read then encode progress', async () => {
+    const k = generateRows({ keys: [0, 50], shard: 's0', shards: f.shards }).map((r) => r.id);
+    const [a, b, c] = k as [number, number, number];
+    await sealGeneration(f.root, f.table, 's0', [{ id: a, value: 'a1', n: 1 }, { id: b, value: 'b1', n: 1 }]);
+    await sealGeneration(f.root, f.table, 's0', [{ id: b, value: 'b2', n: 2 }, { id: c, value: 'c2', n: 2 }, { id: c, value: 'c2-later', n: 3 }]);
+    await sealGeneration(f.root, f.table, 's0', [{ id: a, value: 'a3', n: 3 }]);
+    const r = start(f.acts.prepareMerge, [input(1, 3)]);
+    const p = await r.result;
+    expect(p).toMatchObject({ shard: 's0', fromSeq: 1, toSeq: 3, rows: 3, attempt: 1, resumedFromFile: 0 });
+    expect(p.preparedPath).toBe(preparedFile(tableLayout(f.root, f.table), 's0', 1, 3));
+    const t = await readIpcFile(p.preparedPath!);
+    const got = t.toArray().map((row) => [Number(row.id), row.value, Number(row._seq)]).sort((x, y) => (x[0] as number) - (y[0] as number));
+    expect(got).toEqual([[a, 'a3', 3], [b, 'b2', 2], [c, 'c2-later', 2]].sort((x, y) => (x[0] as number) - (y[0] as number)));
+    expect(p.bytes).toBe(fs.statSync(p.preparedPath!).size);
+    expect(r.heartbeats).toEqual([
+      { phase: 'read', filesRead: 1, rowsRead: 2 },
+      { phase: 'read', filesRead: 2, rowsRead: 5 },
+      { phase: 'read', filesRead: 3, rowsRead: 6 },
+      { phase: 'encode', bytesWritten: 0 },
+      { phase: 'encode', bytesWritten: p.bytes },
+    ]);
+  });
+
+  it('a truncated generation fails non-retryably naming the file', async () => {
+    await sealMany(f, 's0', 3, 20);
+    const file = generationFile(tableLayout(f.root, f.table), 's0', 2);
+    const full = fs.readFileSync(file);
+    fs.writeFileSync(file, full.subarray(0, Math.floor(full.length / 2)));
+    const err = await failure(run(f.acts.prepareMerge, [input(1, 3)]));
+    expect(err.nonRetryable).toBe(true);
+    expect(err.type).toBe('CorruptGeneration');
+    expect(err.message).toContain(file);
+  });
+
+  it('a corrupt (garbage) generation fails non-retryably naming the file', async () => {
+    await sealMany(f, 's0', 2, 20);
+    const file = generationFile(tableLayout(f.root, f.table), 's0', 1);
+    const bytes = fs.readFileSync(file);
+    bytes.fill(0x7f, 8, bytes.length - 8);
+    fs.writeFileSync(file, bytes);
+    const err = await failure(run(f.acts.prepareMerge, [input(1, 2)]));
+    expect([err.nonRetryable, err.type]).toEqual([true, 'CorruptGeneration']);
+    expect(err.message).toContain(file);
+  });
+
+  it('a missing generation fails non-retryably naming the file; an unsealed range too', async () => {
+    await sealMany(f, 's0', 3, 20);
+    const file = generationFile(tableLayout(f.root, f.table), 's0', 3);
+    fs.rmSync(file);
+    const err = await failure(run(f.acts.prepareMerge, [input(1, 3)]));
+    expect([err.nonRetryable, err.type]).toEqual([true, 'MissingGeneration']);
+    expect(err.message).toContain(file);
+    const unsealed = await failure(run(f.acts.prepareMerge, [input(1, 9)]));
+    expect([unsealed.nonRetryable, unsealed.type]).toEqual([true, 'NotSealed']);
+  });
+
+  it('a generation whose _seq is not its seq is invalid', async () => {
+    await sealMany(f, 's0', 2, 20);
+    const l = tableLayout(f.root, f.table);
+    fs.copyFileSync(generationFile(l, 's0', 1), generationFile(l, 's0', 2));
+    const err = await failure(run(f.acts.prepareMerge, [input(1, 2)]));
+    expect([err.nonRetryable, err.type]).toEqual([true, 'InvalidGeneration']);
+    expect(err.message).toMatch(/000000000002\.arrow.*_seq 1, expected 2/);
+  });
+
+  it('a retry after the batch was written returns it without reading again', async () => {
+    await sealMany(f, 's0', 4, 30);
+    const first = await run(f.acts.prepareMerge, [input(1, 4)]);
+    const r = start(f.acts.prepareMerge, [input(1, 4)], { attempt: 2, heartbeatDetails: { phase: 'encode', bytesWritten: 0 } });
+    const again = await r.result;
+    expect(again).toEqual({ ...first, attempt: 2, resumedFromFile: 4 });
+    expect(r.heartbeats).toEqual([{ phase: 'encode', bytesWritten: first.bytes }]);
+  });
+
+  it('a retry resumes reading after the last checkpoint', async () => {
+    const cf = await makeFixture({ shards: 2, deps: { prepareCheckpointSecs: 0 } });
+    try {
+      await sealMany(cf, 's0', 5, 30);
+      // Attempt 1 freezes after reading file 3 (checkpoints after files 1 and 2 exist), then is cancelled.
+      const { createActivities } = await import('../../activities');
+      let filesSeen = 0;
+      const acts = createActivities({
+        dataRoot: cf.root,
+        prepareCheckpointSecs: 0,
+        faults: { freezeProgress: (pt) => (pt.attempt === 1 && pt.phase === 'read' && ++filesSeen === 3 ? new Promise<void>(() => {}) : undefined) },
+      });
+      const a1 = start(acts.prepareMerge, [{ table: cf.table, key: 'id', shard: 's0', fromSeq: 1, toSeq: 5 }]);
+      await new Promise((r) => setTimeout(r, 300));
+      a1.env.cancel();
+      await expect(a1.result).rejects.toThrow();
+      const last = a1.heartbeats.at(-1);
+      expect(last).toMatchObject({ phase: 'read', filesRead: 3 });
+      const r2 = start(acts.prepareMerge, [{ table: cf.table, key: 'id', shard: 's0', fromSeq: 1, toSeq: 5 }], { attempt: 2, heartbeatDetails: last });
+      const a2 = await r2.result;
+      // The checkpoint after file 3 was not written yet (it follows the freeze point), so 2 files are skipped.
+      expect(a2.resumedFromFile).toBe(2);
+      expect(r2.heartbeats[0]).toMatchObject({ phase: 'read', filesRead: 3 });
+      const fresh = await makeFixture({ shards: 2 });
+      try {
+        await sealMany(fresh, 's0', 5, 30);
+        const direct = await run(fresh.acts.prepareMerge, [{ table: fresh.table, key: 'id', shard: 's0', fromSeq: 1, toSeq: 5 }]);
+        expect(a2.rows).toBe(direct.rows);
+        const rowsOf = async (p: string) => (await readIpcFile(p)).toArray().map((x) => JSON.stringify(x, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v))).sort();
+        expect(await rowsOf(a2.preparedPath!)).toEqual(await rowsOf(direct.preparedPath!));
+      } finally {
+        fresh.cleanup();
+      }
+    } finally {
+      cf.cleanup();
+    }
+  });
+});

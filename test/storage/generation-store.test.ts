@@ -1,0 +1,130 @@
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { SEQ_COLUMN } from '../../src/names';
+import { readIpcFile } from '../../src/storage/arrow';
+import {
+  createTableMeta,
+  listGenerations,
+  readSealed,
+  readTableMeta,
+  sealGeneration,
+  TableExistsError,
+  TableNotFoundError,
+} from '../../src/storage/generation-store';
+import { shardDir, tableLayout, TEMP_MARKER } from '../../src/storage/layout';
+
+let root: string;
+beforeEach(async () => {
+  root = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-store-'));
+  await createTableMeta(root, { name: 't', key: 'id', shards: ['s0'], indices: [] });
+});
+afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
+
+function runChild(args: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'fixtures/seal-many.ts'), ...args], {
+      cwd: path.join(__dirname, '../..'),
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`child exited ${code}: ${err}`))));
+  });
+}
+
+async function expectDense(n: number): Promise<void> {
+  const snap = await readSealed(root, 't');
+  expect(snap.shards).toEqual([{ shard: 's0', sealedThroughSeq: n, revision: n }]);
+  const gens = await listGenerations(root, 't', 's0', 1, n);
+  expect(gens.every((g) => g.bytes !== null)).toBe(true);
+  for (const g of gens) {
+    const t = await readIpcFile(g.path);
+    expect([...(t.getChild(SEQ_COLUMN)!.toArray() as BigInt64Array)]).toEqual([BigInt(g.seq)]);
+  }
+  const left = fs.readdirSync(shardDir(tableLayout(root, 't'), 's0'));
+  expect(left.filter((f) => f.includes(TEMP_MARKER) || f.includes('lock'))).toEqual([]);
+  expect(left.filter((f) => f.endsWith('.arrow'))).toHaveLength(n);
+}
+
+describe('generation store', () => {
+  it('table metadata: create once, read back, clear errors', async () => {
+    expect(await readTableMeta(root, 't')).toEqual({ name: 't', key: 'id', shards: ['s0'], indices: [] });
+    await expect(createTableMeta(root, { name: 't', key: 'id', shards: ['s0'], indices: [] })).rejects.toBeInstanceOf(TableExistsError);
+    await expect(readTableMeta(root, 'nope')).rejects.toThrow(/table nope does not exist/);
+    await expect(readTableMeta(root, 'nope')).rejects.toBeInstanceOf(TableNotFoundError);
+    await expect(sealGeneration(root, 't', 's9', [{ id: 1 }])).rejects.toThrow(/shard s9 is not a shard of table t/);
+    await expect(sealGeneration(root, 't', 's0', [])).rejects.toThrow(/no rows/);
+    await expect(sealGeneration(root, 't', 's0', [{ value: 'x' }])).rejects.toThrow(/key column id is missing/);
+  });
+
+  it('seqs are dense and revisions grow under concurrent sealers in one process', async () => {
+    await Promise.all(
+      Array.from({ length: 5 }, async (_, w) => {
+        for (let i = 0; i < 8; i++) await sealGeneration(root, 't', 's0', [{ id: 1, value: `w${w}-${i}`, n: i }]);
+      }),
+    );
+    await expectDense(40);
+  });
+
+  it('seqs are dense under concurrent sealer processes', async () => {
+    await Promise.all([0, 1, 2, 3].map((w) => runChild([root, 't', 's0', '6', `p${w}`])));
+    await expectDense(24);
+  }, 60_000);
+
+  it('a lock left by a dead process is broken', async () => {
+    const dead = spawnSync(process.execPath, ['-e', '0']).pid as number;
+    const lock = path.join(shardDir(tableLayout(root, 't'), 's0'), 'SEAL.lock');
+    fs.writeFileSync(lock, JSON.stringify({ pid: dead, host: os.hostname(), token: 'x', at: 0 }));
+    const r = await sealGeneration(root, 't', 's0', [{ id: 1, value: 'a', n: 1 }], { lockTimeoutMs: 5000 });
+    expect(r.seq).toBe(1);
+    expect(fs.existsSync(lock)).toBe(false);
+  });
+
+  it('a lock held by a live process makes the sealer wait, then time out clearly', async () => {
+    const lock = path.join(shardDir(tableLayout(root, 't'), 's0'), 'SEAL.lock');
+    fs.writeFileSync(lock, JSON.stringify({ pid: process.pid, host: os.hostname(), token: 'x', at: 0 }));
+    await expect(sealGeneration(root, 't', 's0', [{ id: 1 }], { lockTimeoutMs: 200 })).rejects.toThrow(/SEAL.lock: still locked/);
+  });
+
+  it('a crash between the generation file and SEALED.json is invisible and repaired by the next seal', async () => {
+    await sealGeneration(root, 't', 's0', [{ id: 1, value: 'a', n: 1 }]);
+    // What a crash leaves: an unsealed seq-2 file and a temp file.
+    const dir = shardDir(tableLayout(root, 't'), 's0');
+    fs.writeFileSync(path.join(dir, '000000000002.arrow'), 'half');
+    fs.writeFileSync(path.join(dir, `${TEMP_MARKER}123-ab-000000000002.arrow`), 'half');
+    expect((await readSealed(root, 't')).shards[0]!.sealedThroughSeq).toBe(1);
+    const r = await sealGeneration(root, 't', 's0', [{ id: 1, value: 'b', n: 2 }]);
+    expect(r).toMatchObject({ seq: 2, revision: 2 });
+    expect((await readIpcFile(r.path)).getChild('value')!.get(0)).toBe('b');
+  });
+
+  it('stores the key as a non-nullable Int64 and _seq as Int64; refuses keys of another shard', async () => {
+    await createTableMeta(root, { name: 'm', key: 'id', shards: ['s0', 's1', 's2'], indices: [] });
+    const { shardOfKey } = await import('../../src/storage/routing');
+    const k = [1, 2, 3, 4, 5, 6].find((x) => shardOfKey(x, ['s0', 's1', 's2']) === 's1')!;
+    const other = [1, 2, 3, 4, 5, 6].find((x) => shardOfKey(x, ['s0', 's1', 's2']) !== 's1')!;
+    const r = await sealGeneration(root, 'm', 's1', [{ id: k, value: 'x', n: 1.5 }]);
+    const t = await readIpcFile(r.path);
+    expect(t.schema.fields.map((f) => `${f.name}:${String(f.type)}:${f.nullable}`)).toEqual([
+      'id:Int64:false',
+      'value:Utf8:true',
+      'n:Float64:true',
+      '_seq:Int64:false',
+    ]);
+    await expect(sealGeneration(root, 'm', 's1', [{ id: other, value: 'x', n: 1 }])).rejects.toThrow(/belongs to shard s\d, not s1/);
+  });
+});
+
+describe('table schema', () => {
+  it('the first seal fixes the columns; a seal of another shape is refused', async () => {
+    await sealGeneration(root, 't', 's0', [{ id: 1, value: 'a', n: 1.5 }]);
+    const second = await sealGeneration(root, 't', 's0', [{ n: 2, value: 'b', id: 2 }]); // order does not matter
+    expect((await readIpcFile(second.path)).schema.names).toEqual(['id', 'value', 'n', SEQ_COLUMN]);
+    await expect(sealGeneration(root, 't', 's0', [{ id: 3, value: 'c' }])).rejects.toThrow(/do not match the table's \{id: Int64, value: Utf8, n: Float64, _seq: Int64\}/);
+    await expect(sealGeneration(root, 't', 's0', [{ id: 3, value: 4, n: 1 }])).rejects.toThrow(/do not match/);
+    expect((await readSealed(root, 't')).shards[0]!.sealedThroughSeq).toBe(2);
+  });
+});
