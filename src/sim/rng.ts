@@ -1,19 +1,9 @@
 // A seeded PRNG so that a simulation is a pure function of its config: the same seed
 // replays the same run, which is what lets fast-check shrink a failing case.
 
-export type Rng = () => number;
+import { mulberry32, type Rng } from '../mulberry32';
 
-/** mulberry32: small, fast, good enough for scheduling noise. */
-export function mulberry32(seed: number): Rng {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { mulberry32, type Rng };
 
 /** A fixed value or a uniform [min, max] range, in milliseconds. */
 export type Range = number | readonly [number, number];

@@ -1,3 +1,4 @@
+import { mulberry32 } from '../mulberry32';
 import { shardOfKey } from '../storage/routing';
 
 // Deterministic test and demo rows. Keys come from [a, b] and route to `shard`, so a
@@ -20,18 +21,6 @@ export interface GenerateRowsOptions {
   seed?: number;
 }
 
-// mulberry32: tiny, seedable, good enough for test data.
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 export function generateRows(opts: GenerateRowsOptions): GeneratedRow[] {
   const [a, b] = opts.keys;
   if (!Number.isSafeInteger(a) || !Number.isSafeInteger(b) || a > b) throw new Error(`keys: ${a}..${b} is not a valid integer range`);
@@ -43,7 +32,7 @@ export function generateRows(opts: GenerateRowsOptions): GeneratedRow[] {
   if (count > candidates.length) {
     throw new Error(`only ${candidates.length} keys of ${a}..${b} route to shard ${opts.shard}; asked for ${count} rows`);
   }
-  const rand = prng(seed);
+  const rand = mulberry32(seed);
   // Partial Fisher-Yates: a seeded sample without repeats, then key order for readability.
   for (let i = 0; i < count; i++) {
     const j = i + Math.floor(rand() * (candidates.length - i));
