@@ -1,0 +1,212 @@
+// Merge throughput, three ways on the same generations in one run:
+//   A   through Turnstile: seal every generation (TableWriter), one worker merges them;
+//   B1  direct, the naive client: one conditional mergeInsert per generation;
+//   B2  direct, batched: one mergeInsert per shard with all its generations deduplicated
+//       together (Turnstile's batching without Temporal), to show where the time goes.
+// Then checks the three Lance tables hold identical rows. Ratios, not absolute numbers:
+// these machines are noisy.
+//
+//   npx tsx bench/merge-throughput.ts [--shards 4] [--generations 40] [--rows 2500]
+
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import type { Worker } from '@temporalio/worker';
+import { NewestRowPerKey } from '../activities/newest-row-per-key';
+import { connectClient } from '../src/client/connect';
+import { MergeWaiter } from '../src/client/merge-waiter';
+import { TableClient } from '../src/client/table-client';
+import { TableWriter, workflowArgsFor } from '../src/client/table-writer';
+import { shardNames, workflowIdForTable } from '../src/names';
+import { PROJECT_ROOT } from '../src/paths';
+import { startDevServer, type DevServer } from '../src/server/dev-server';
+import type { ArrowTable } from '../src/storage/arrow';
+import { createTableMeta } from '../src/storage/generation-store';
+import { conditionalUpsert, openLanceTable, openOrCreateLanceTable } from '../src/storage/lance-table';
+import { tableFromRows, withSeqColumn } from '../src/storage/records';
+import { createWorker } from '../src/worker/create-worker';
+import { generateRows } from '../src/writer';
+
+const { values: opt } = parseArgs({
+  options: { shards: { type: 'string', default: '4' }, generations: { type: 'string', default: '40' }, rows: { type: 'string', default: '2500' } },
+});
+const positive = (name: string, v: string | undefined): number => {
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--${name}: ${JSON.stringify(v)} is not a positive integer`);
+  return n;
+};
+const SHARDS = shardNames(positive('shards', opt.shards));
+const GENERATIONS = positive('generations', opt.generations);
+const ROWS = positive('rows', opt.rows);
+const KEY = 'id';
+const TABLE = `bench-${process.pid}`; // unique, in case TEMPORAL_ADDRESS points at a shared server
+
+// Overlapping keys: generation g of a shard samples ROWS of the ~2*ROWS keys of its
+// window that route to it, and the window slides by a quarter of its width, so most
+// rows update rows of earlier generations (the case last-writer-wins merging is for).
+// The +64 per shard is slack for routing not splitting small windows exactly evenly.
+const WINDOW = (2 * ROWS + 64) * SHARDS.length;
+const STEP = Math.floor(WINDOW / 4);
+const genRows = (shard: string, g: number): ArrowTable =>
+  tableFromRows(generateRows({ keys: [g * STEP, g * STEP + WINDOW - 1], count: ROWS, shard, shards: SHARDS, seed: g + 1 }), KEY);
+
+interface Result {
+  method: string;
+  rows: number;
+  secs: number;
+  note?: string;
+}
+
+const seconds = (t0: number): number => (performance.now() - t0) / 1000;
+
+async function temporalBinary(): Promise<string> {
+  if (process.env.TEMPORAL_CLI_PATH) return process.env.TEMPORAL_CLI_PATH;
+  const mod = (await import(path.join(PROJECT_ROOT, 'scripts', 'ensure-temporal.mjs'))) as { ensureTemporal(): { binary?: string } };
+  return mod.ensureTemporal().binary!;
+}
+
+/** A: seal everything through TableWriter and wait until every shard is merged through its last seq. */
+async function throughWorkflow(tmp: string, gens: Map<string, ArrowTable[]>, total: number): Promise<{ result: Result; root: string }> {
+  const root = path.join(tmp, 'turnstile');
+  let server: DevServer | undefined;
+  let worker: { worker: Worker; run: Promise<void>; close: () => Promise<void> } | undefined;
+  const address = process.env.TEMPORAL_ADDRESS ?? (server = await startDevServer({ binary: await temporalBinary(), dbFile: path.join(tmp, 'temporal.db'), headless: true, logFile: path.join(tmp, 'temporal.log') })).address;
+  const client = await connectClient({ address, namespace: 'default' });
+  try {
+    const taskQueue = `bench-merge-${process.pid}`;
+    const w = await createWorker({ address, namespace: 'default', taskQueue, deps: { dataRoot: root }, shutdownGraceSecs: 5 });
+    worker = { worker: w.worker, run: w.worker.run(), close: () => w.connection.close() };
+    const tables = new TableClient(client, taskQueue);
+    const meta = await createTableMeta(root, { name: TABLE, key: KEY, shards: SHARDS, indices: [] });
+    // Only merges take turns: optimize/index/gc would add commits B does not do.
+    await tables.start({ ...workflowArgsFor(meta), policy: { periodSecs: { optimize: 0, index: 0, gc: 0 } } });
+    const writer = await TableWriter.open(tables, root, TABLE);
+    const waiter = new MergeWaiter(client);
+
+    const t0 = performance.now();
+    // One writer loop per shard, as independent writers would seal; each then waits
+    // for its own last seq (the waiter coalesces, so this is one update per shard).
+    await Promise.all(
+      SHARDS.map(async (shard) => {
+        let last = 0;
+        for (const g of gens.get(shard)!) {
+          const r = await writer.write(shard, g);
+          if (r.signalError) throw new Error(`demand signal failed: ${r.signalError}`);
+          last = r.seq;
+        }
+        await waiter.wait(TABLE, shard, last);
+      }),
+    );
+    const secs = seconds(t0);
+    const status = await tables.status(TABLE);
+    const note = `${status.counters.turns.merge} merge turns, ${status.counters.rowsMerged} rows changed`;
+    return { result: { method: 'A  Turnstile (workflow)', rows: total, secs, note }, root };
+  } finally {
+    // The workflow would otherwise run on forever on an external server.
+    await client.workflow.getHandle(workflowIdForTable(TABLE)).terminate('benchmark done').catch(() => undefined);
+    if (worker) {
+      if (worker.worker.getState() === 'RUNNING') worker.worker.shutdown();
+      await worker.run.catch((e: unknown) => console.error(`worker: ${String(e)}`));
+      await worker.close();
+    }
+    await client.connection.close();
+    await server?.stop();
+  }
+}
+
+/** Newest row per key of `tables` fed in seq order; what a mergeInsert source must be. */
+function dedup(tables: ArrowTable[]): ArrowTable | null {
+  const acc = new NewestRowPerKey(KEY);
+  for (const t of tables) acc.add(t);
+  return acc.build();
+}
+
+/**
+ * B1 / B2: apply the same generations with conditionalUpsert into a fresh table. Stamping
+ * `_seq` and deduplicating are timed: a client without Turnstile has to do them too.
+ * Seqs are 1..G per shard, exactly what sealing into a fresh store assigns.
+ */
+async function direct(root: string, method: string, gens: Map<string, ArrowTable[]>, total: number, perShard: boolean): Promise<Result> {
+  const t0 = performance.now();
+  const first = withSeqColumn(gens.get(SHARDS[0]!)![0]!, 1, KEY);
+  const tbl = await openOrCreateLanceTable(root, TABLE, KEY, first.schema);
+  let merges = 0;
+  const upsert = async (batch: ArrowTable | null) => {
+    if (!batch) return;
+    await conditionalUpsert(tbl, KEY, batch);
+    merges++;
+  };
+  if (perShard) {
+    for (const shard of SHARDS) await upsert(dedup(gens.get(shard)!.map((t, i) => withSeqColumn(t, i + 1, KEY))));
+  } else {
+    // Round-robin over shards, generation by generation: the order they were sealed in A.
+    for (let g = 0; g < GENERATIONS; g++) {
+      for (const shard of SHARDS) await upsert(dedup([withSeqColumn(gens.get(shard)![g]!, g + 1, KEY)]));
+    }
+  }
+  const secs = seconds(t0);
+  tbl.close();
+  return { method, rows: total, secs, note: `${merges} mergeInserts` };
+}
+
+/** Every row as one string, sorted by key: equal arrays mean equal tables. */
+async function contents(root: string): Promise<string[]> {
+  const tbl = await openLanceTable(root, TABLE);
+  if (!tbl) throw new Error(`no Lance table ${TABLE} under ${root}`);
+  const cols = ['id', 'value', 'n', '_seq'];
+  const rows = (await tbl.query().select(cols).toArray()) as Record<string, unknown>[];
+  tbl.close();
+  return rows
+    .map((r) => ({ id: Number(r.id), line: cols.map((c) => String(r[c])).join('|') }))
+    .sort((a, b) => a.id - b.id)
+    .map((r) => r.line);
+}
+
+function compare(name: string, a: string[], b: string[]): boolean {
+  const diff = a.findIndex((line, i) => line !== b[i]);
+  const ok = a.length === b.length && diff === -1;
+  const detail = ok ? '' : diff === -1 ? ` (row counts differ)` : ` (first difference at row ${diff}: ${a[diff]} vs ${b[diff]})`;
+  console.log(`${ok ? 'PASS' : 'FAIL'}  ${name}: ${a.length} vs ${b.length} rows${detail}`);
+  return ok;
+}
+
+function printTable(results: Result[]): void {
+  const base = results.find((r) => r.method.startsWith('B1'))!;
+  const rate = (r: Result) => r.rows / r.secs;
+  const header = ['method', 'rows', 'seconds', 'rows/s', 'ratio to direct (B1)', 'notes'];
+  const lines = results.map((r) => [r.method, String(r.rows), r.secs.toFixed(2), Math.round(rate(r)).toString(), `${(rate(r) / rate(base)).toFixed(2)}x`, r.note ?? '']);
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
+  for (const l of [header, ...lines]) console.log(l.map((c, i) => (i === 0 || i === 5 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd());
+}
+
+async function main(): Promise<void> {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-bench-merge-'));
+  try {
+    // Pre-generated (and converted to Arrow) before any clock starts, shared by all three.
+    const gens = new Map(SHARDS.map((s) => [s, Array.from({ length: GENERATIONS }, (_, g) => genRows(s, g))]));
+    const total = SHARDS.length * GENERATIONS * ROWS;
+    console.log(`merge throughput: ${SHARDS.length} shards x ${GENERATIONS} generations x ${ROWS} rows = ${total} rows (overlapping keys), ${os.cpus().length} cores`);
+
+    const a = await throughWorkflow(tmp, gens, total);
+    console.log(`A  done in ${a.result.secs.toFixed(2)} s (${a.result.note})`);
+    const b1 = await direct(path.join(tmp, 'direct-per-generation'), 'B1 direct, 1 merge/generation', gens, total, false);
+    console.log(`B1 done in ${b1.secs.toFixed(2)} s`);
+    const b2 = await direct(path.join(tmp, 'direct-per-shard'), 'B2 direct, 1 merge/shard', gens, total, true);
+    console.log(`B2 done in ${b2.secs.toFixed(2)} s`);
+
+    const [ca, cb1, cb2] = [await contents(a.root), await contents(path.join(tmp, 'direct-per-generation')), await contents(path.join(tmp, 'direct-per-shard'))];
+    const ok = [compare('A vs B1 (sorted rows by key)', ca, cb1), compare('B2 vs B1 (sorted rows by key)', cb2, cb1)].every(Boolean);
+    console.log('');
+    printTable([a.result, b1, b2]);
+    console.log(`\ncontent check: ${ok ? 'PASS' : 'FAIL'}`);
+    process.exitCode = ok ? 0 : 1;
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+main().catch((e: unknown) => {
+  console.error(`merge-throughput: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+  process.exitCode = 1;
+});
