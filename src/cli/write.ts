@@ -27,6 +27,9 @@ export async function write(p: Parsed): Promise<void> {
     const writer = await TableWriter.open(tables, config.dataRoot, name).catch((e: Error) => {
       throw new UsageError(e.message);
     });
+    if (!writer.meta.shards.includes(shard)) {
+      throw new UsageError(`--shard: ${JSON.stringify(shard)} is not a shard of ${name}; accepted: ${writer.meta.shards.join(', ')}`);
+    }
     let rows;
     if (file) rows = await readIpcFile(file);
     else {

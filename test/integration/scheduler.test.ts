@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { createTableMeta } from '../../src/storage/generation-store';
+import { createTableMeta, sealGeneration } from '../../src/storage/generation-store';
+import { generateRows } from '../../src/writer';
 import { TableWriter, workflowArgsFor } from '../../src/client/table-writer';
 import { MergeWaiter } from '../../src/client/merge-waiter';
 import type { PolicyOverride } from '../../src/config/policy-schema';
@@ -170,4 +171,18 @@ test('bad input is refused with one line and the workflow keeps running', async 
   const s = await h.tables.status(table);
   expect(s.table).toBe(table);
   await recordHistory(h.client, handle, 'bad-input');
+});
+
+test('a generation whose demand signal was lost is found by the periodic snapshot and merged', async () => {
+  const { table, writer, handle } = await newTable('snap', { ...QUIET, snapshotIntervalSecs: 1 });
+  const load = new Load(writer, { rowsPerGeneration: 100, keySpan: 1000, pauseMs: 0 });
+  await load.writeOne('s0');
+  // Seal behind the workflow's back: no demand signal at all.
+  const rows = generateRows({ keys: [0, 999], count: 100, shard: 's0', shards: ['s0', 's1'], seed: 99 });
+  const sealed = await sealGeneration(h.dataRoot, table, 's0', rows);
+  load.written.get('s0')!.push({ seq: sealed.seq, rows });
+  const r = await new MergeWaiter(h.client).wait(table, 's0', sealed.seq);
+  expect(r.mergedThroughSeq).toBe(2);
+  await expectExact(table, load);
+  await recordHistory(h.client, handle, 'snapshot-recovery');
 });

@@ -3,7 +3,8 @@ import { createTableMeta } from '../../src/storage/generation-store';
 import { generateRows } from '../../src/writer';
 import { TableWriter } from '../../src/client/table-writer';
 import { MergeWaiter } from '../../src/client/merge-waiter';
-import { startHarness, uniqueName, type Harness } from '../support/harness';
+import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';
+import { commitSummaries } from '../support/history';
 import { newestPerKey, readTableRows } from '../support/lance-read';
 import { recordHistory } from '../support/record-history';
 
@@ -46,5 +47,16 @@ test('three overlapping generations merge into exactly the newest row per key', 
   expect(status.shards).toEqual([expect.objectContaining({ shard: 's0', sealedThroughSeq: 3, mergedThroughSeq: 3 })]);
   expect(status.backlog).toBe(0);
   expect(status.counters.turns.merge).toBeGreaterThanOrEqual(1);
-  await recordHistory(h.client, h.tables.handle(table), 'walking-skeleton');
+
+  // What the Temporal UI shows: durable search attributes to filter by ...
+  const handle = h.tables.handle(table);
+  await eventually(async () => {
+    const found = [];
+    for await (const wf of h.client.workflow.list({ query: `TurnstileTable = '${table}' AND TurnstileBacklog = 0` })) found.push(wf.workflowId);
+    return found.length === 1 && found[0] === `table/${table}`;
+  }, 'the table listed by its search attributes');
+  // ... and each commit's summary names the unit and why it won the turn.
+  const summaries = await commitSummaries(handle);
+  expect(summaries[0]).toMatch(/^merge s0 seq 1-\d: class \d, /);
+  await recordHistory(h.client, handle, 'walking-skeleton');
 });

@@ -51,3 +51,14 @@ export const isCommit = (r: ActivityRun): boolean => COMMIT_ACTIVITIES.includes(
 export function longestTurnMs(runs: ActivityRun[]): number {
   return Math.max(0, ...runs.filter(isCommit).map((r) => (r.closedAtMs ?? r.scheduledAtMs) - r.scheduledAtMs));
 }
+
+/** The UI summaries of the commit activities, in scheduling order. */
+export async function commitSummaries(handle: WorkflowHandle): Promise<string[]> {
+  const history = await handle.fetchHistory();
+  return (history.events ?? [])
+    .filter((e) => e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED && COMMIT_ACTIVITIES.includes(e.activityTaskScheduledEventAttributes!.activityType!.name!))
+    .map((e) => {
+      const data = e.userMetadata?.summary?.data;
+      return data ? (JSON.parse(Buffer.from(data).toString('utf8')) as string) : '';
+    });
+}

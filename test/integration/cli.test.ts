@@ -1,0 +1,84 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { PROJECT_ROOT } from '../../src/paths';
+import { startHarness, uniqueName, type Harness } from '../support/harness';
+
+// The command line of DESIGN.md, as operators run it, against the real server: the
+// harness's worker serves the task queue the CLI is pointed at.
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ name: 'cli' });
+});
+afterAll(async () => h?.close());
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function turnstile(...args: string[]): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [path.join(PROJECT_ROOT, 'scripts', 'turnstile.mjs'), ...args],
+      { env: { ...process.env, TEMPORAL_ADDRESS: h.address, TURNSTILE_DATA: h.dataRoot, TURNSTILE_TASK_QUEUE: h.taskQueue }, timeout: 90_000 },
+      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+/** A refusal: non-zero exit and exactly one line on stderr. */
+function expectRefused(r: Run, pattern: RegExp): void {
+  expect(r.code, r.stderr).not.toBe(0);
+  const lines = r.stderr.trim().split('\n');
+  expect(lines, r.stderr).toHaveLength(1);
+  expect(lines[0]).toMatch(pattern);
+}
+
+test('create, write, wait-merged, status --json, pause/resume and list through the CLI', async () => {
+  const name = uniqueName('cli');
+  expect((await turnstile('table', 'create', name, '--key', 'id', '--shards', '2')).code).toBe(0);
+  const w = await turnstile('write', name, '--shard', 's0', '--rows', '50', '--keys', '0..400');
+  expect(w.stdout).toMatch(new RegExp(`^sealed ${name}/s0 seq 1 \\(50 rows\\)`));
+  const m = await turnstile('wait-merged', name, '--shard', 's0', '--seq', '1', '--timeout', '60');
+  expect(m.code, m.stderr).toBe(0);
+  expect(m.stdout).toMatch(/in table version \d+/);
+
+  const s = JSON.parse((await turnstile('status', name, '--json')).stdout);
+  for (const key of ['table', 'version', 'paused', 'pausedKinds', 'writePressure', 'backlog', 'shards', 'turn', 'preparing', 'queue', 'counters']) expect(s).toHaveProperty(key);
+  expect(s.shards).toEqual([
+    expect.objectContaining({ shard: 's0', sealedThroughSeq: 1, mergedThroughSeq: 1 }),
+    expect.objectContaining({ shard: 's1', sealedThroughSeq: 0, mergedThroughSeq: 0 }),
+  ]);
+  for (const key of ['turns', 'stalls', 'retries', 'maxTurnWaitSecs']) expect(s.counters).toHaveProperty(key);
+  expect(s.counters.turns.merge).toBe(1);
+
+  expect((await turnstile('pause', name, '--kind', 'merge')).stdout).toMatch(/paused kind merge/);
+  await expect.poll(async () => JSON.parse((await turnstile('status', name, '--json')).stdout).pausedKinds, { timeout: 20_000 }).toEqual(['merge']);
+  expect((await turnstile('resume', name, '--kind', 'merge')).code).toBe(0);
+  expect((await turnstile('bump', name, '--kind', 'optimize', '--reason', 'cli test', '--for', '30')).stdout).toMatch(/bumped optimize/);
+
+  const list = JSON.parse((await turnstile('table', 'list', '--json')).stdout) as { table: string; workflow: string }[];
+  expect(list.find((t) => t.table === name)).toMatchObject({ workflow: 'running' });
+  expect((await turnstile('status', name)).stdout).toMatch(new RegExp(`^table ${name} `));
+});
+
+test('bad input exits non-zero with one line naming the field and the accepted range', async () => {
+  const name = uniqueName('clibad');
+  expect((await turnstile('table', 'create', name, '--key', 'id')).code).toBe(0);
+  expectRefused(await turnstile('bump', name, '--kind', 'compact', '--reason', 'x'), /--kind: "compact" is not a kind; accepted: merge, optimize, index, gc/);
+  expectRefused(await turnstile('bump', name, '--kind', 'merge', '--class', '7', '--reason', 'x'), /--class: "7" is not an integer in \[1, 4\]/);
+  expectRefused(await turnstile('wait-merged', name, '--shard', 's0', '--seq', '-1'), /--seq: "-1" is not an integer in \[0, /);
+  expectRefused(await turnstile('write', name, '--shard', 's9', '--rows', '5'), /--shard: "s9" is not a shard of/);
+  expectRefused(await turnstile('status', 'Bad/Name'), /^turnstile: table: "Bad\/Name" is not valid; accepted: /);
+  expectRefused(await turnstile('table', 'create', name, '--key', 'id'), /already exists/);
+  const bad = path.join(h.dataRoot, 'bad-policy.json');
+  fs.writeFileSync(bad, JSON.stringify({ bogus: 1, maxTurnWaitSecs: { optimize: 0 } }));
+  expectRefused(await turnstile('policy', name, '--set', bad), /^turnstile: policy: maxTurnWaitSecs.optimize: must be an integer in \[1, 86400\]; bogus: unknown key$/);
+  // The workflow is unharmed.
+  expect(JSON.parse((await turnstile('status', name, '--json')).stdout).table).toBe(name);
+});
