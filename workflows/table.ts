@@ -8,12 +8,13 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { applyOverride, defaultPolicy, type PolicyOverride } from '../src/config/policy-schema';
-import { carryOver, initialState, statusView, step } from '../src/policy';
+import { carryOver, initialState, statusView, stepAll } from '../src/policy';
 import type { Decision, PolicyEvent, TableState } from '../src/policy/types';
 import { awaitMergedSchema, bumpSchema, demandSchema, pauseSchema } from '../src/wire';
 import * as msg from './messages';
 import { commitUnit, prepareUnit, runSnapshot } from './run-unit';
-import { publishToUi } from './ui';
+import { Alarm } from './alarm';
+import { createUiPublisher } from './ui';
 
 export interface TableWorkflowArgs {
   table: string;
@@ -45,7 +46,8 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   }
   const stalled = new Set(args.carried?.stalled ?? []);
   const inbox: PolicyEvent[] = [{ type: 'timer' }];
-  let wakeAtMs: number | null = null;
+  const alarm = new Alarm();
+  const publishToUi = createUiPublisher();
   let commitsInFlight = 0;
   let draining = false;
 
@@ -133,7 +135,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
         void runSnapshot(st.table).then(push);
         break;
       case 'wakeAt':
-        wakeAtMs = d.atMs;
+        alarm.set(d.atMs);
         break;
       case 'publish':
         break;
@@ -141,17 +143,15 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   };
 
   for (;;) {
-    const timeoutMs = wakeAtMs === null ? null : Math.max(1, wakeAtMs - now());
-    const woke = timeoutMs === null ? (await condition(() => inbox.length > 0), true) : await condition(() => inbox.length > 0, timeoutMs);
-    if (!woke || (wakeAtMs !== null && now() >= wakeAtMs)) inbox.push({ type: 'timer' });
+    await condition(() => inbox.length > 0 || alarm.fired);
+    if (alarm.take()) inbox.push({ type: 'timer' });
 
-    while (inbox.length > 0) {
-      const r = step(st, inbox.shift()!, now());
-      st = r.state;
-      // While draining for continue-as-new, start nothing new: carryOver() hands
-      // unstarted work to the next run.
-      for (const d of r.decisions) if (!draining || d.type === 'wakeAt' || d.type === 'publish') execute(d);
-    }
+    // Everything that arrived in this activation happened at one instant: decide once.
+    const r = stepAll(st, inbox.splice(0), now());
+    st = r.state;
+    // While draining for continue-as-new, start nothing new: carryOver() hands
+    // unstarted work to the next run.
+    for (const d of r.decisions) if (!draining || d.type === 'wakeAt' || d.type === 'publish') execute(d);
     publishToUi(st, stalled.size > 0, now());
 
     const info = workflowInfo();

@@ -6,9 +6,15 @@ import * as sa from './search-attributes';
 // What the Temporal UI shows of a table: search attributes (durable, filterable) upserted
 // only when they change, and a short markdown summary as the workflow's current details.
 
-let last = '';
+/** One publisher per workflow run: it remembers what it last upserted. */
+export function createUiPublisher(): (st: TableState, stalled: boolean, nowMs: number) => void {
+  let last = '';
+  return (st, stalled, nowMs) => {
+    last = publish(st, stalled, nowMs, last);
+  };
+}
 
-export function publishToUi(st: TableState, stalled: boolean, nowMs: number): void {
+function publish(st: TableState, stalled: boolean, nowMs: number, last: string): string {
   const values = {
     table: st.table,
     turn: st.turn?.unitId ?? '',
@@ -19,7 +25,6 @@ export function publishToUi(st: TableState, stalled: boolean, nowMs: number): vo
   };
   const key = JSON.stringify(values);
   if (key !== last) {
-    last = key;
     upsertSearchAttributes([
       { key: sa.TurnstileTable, value: values.table },
       { key: sa.TurnstileTurnHolder, value: values.turn || null },
@@ -30,6 +35,7 @@ export function publishToUi(st: TableState, stalled: boolean, nowMs: number): vo
     ]);
   }
   setCurrentDetails(detailsMarkdown(st, nowMs));
+  return key;
 }
 
 function detailsMarkdown(st: TableState, nowMs: number): string {

@@ -50,6 +50,8 @@ export class MergeWaiter {
           for (const w of list) w.reject(e);
           return;
         }
+        // merged=false: the run is draining for continue-as-new; let it finish first.
+        if (!res.merged && res.mergedThroughSeq < target) await new Promise((r) => setTimeout(r, 100));
         const remaining = (this.waiting.get(key) ?? []).filter((w) => {
           if (res.mergedThroughSeq >= w.seq) {
             w.resolve({ ...res, seq: w.seq, merged: true });

@@ -3,7 +3,7 @@
 
 export * from './types';
 export { initialState, carryOver } from './initial';
-export { step } from './step';
+export { step, stepAll } from './step';
 export { writePressure, backlogOf } from './pressure';
 export { statusView, type StatusView, type QueueEntry } from './status';
 export {

@@ -11,9 +11,19 @@ import { nextWakeAt } from './wake';
  * wakeAt), and there is always exactly one wakeAt.
  */
 export function step(input: TableState, event: PolicyEvent, nowMs: number): StepResult {
+  return stepAll(input, [event], nowMs);
+}
+
+/**
+ * Several events that happened at the same instant (one workflow activation): all are
+ * applied before anything is decided, so a unit that became commit-ready in this
+ * instant competes for the turn with the others instead of losing it to whichever
+ * event happened to be queued first.
+ */
+export function stepAll(input: TableState, events: readonly PolicyEvent[], nowMs: number): StepResult {
   const state = cloneState(input);
   const decisions: StepResult['decisions'] = [];
-  applyEvent(state, event, nowMs);
+  for (const event of events) applyEvent(state, event, nowMs);
   evaluate(state, nowMs, decisions);
 
   const backlog = backlogOf(state);
