@@ -6,16 +6,32 @@ import * as sa from './search-attributes';
 // What the Temporal UI shows of a table: search attributes (durable, filterable) upserted
 // only when they change, and a short markdown summary as the workflow's current details.
 
-/** One publisher per workflow run: it remembers what it last upserted. */
+// Every upsert is a history event. Turn holder, stalled, paused and backlog reaching or
+// leaving 0 are published at once; backlog and pressure moving within non-zero values
+// at most once a second (the next event or the periodic snapshot brings them up to date).
+const NUMBERS_EVERY_MS = 1000;
+
+/** One publisher per workflow run: it remembers what it last upserted and when. */
 export function createUiPublisher(): (st: TableState, stalled: boolean, nowMs: number) => void {
-  let last = '';
+  let last: Published | null = null;
+  let lastAtMs = 0;
   return (st, stalled, nowMs) => {
-    last = publish(st, stalled, nowMs, last);
+    const next = published(st, stalled);
+    const changed = JSON.stringify(next) !== JSON.stringify(last);
+    const urgent = last === null || categorical(next) !== categorical(last);
+    if (changed && (urgent || nowMs - lastAtMs >= NUMBERS_EVERY_MS)) {
+      upsert(next);
+      last = next;
+      lastAtMs = nowMs;
+    }
+    setCurrentDetails(detailsMarkdown(st, nowMs));
   };
 }
 
-function publish(st: TableState, stalled: boolean, nowMs: number, last: string): string {
-  const values = {
+type Published = ReturnType<typeof published>;
+
+function published(st: TableState, stalled: boolean) {
+  return {
     table: st.table,
     turn: st.turn?.unitId ?? '',
     backlog: backlogOf(st),
@@ -23,19 +39,19 @@ function publish(st: TableState, stalled: boolean, nowMs: number, last: string):
     stalled,
     paused: st.paused || st.pausedKinds.length > 0,
   };
-  const key = JSON.stringify(values);
-  if (key !== last) {
-    upsertSearchAttributes([
-      { key: sa.TurnstileTable, value: values.table },
-      { key: sa.TurnstileTurnHolder, value: values.turn || null },
-      { key: sa.TurnstileBacklog, value: values.backlog },
-      { key: sa.TurnstileWritePressure, value: values.pressure },
-      { key: sa.TurnstileStalled, value: values.stalled },
-      { key: sa.TurnstilePaused, value: values.paused },
-    ]);
-  }
-  setCurrentDetails(detailsMarkdown(st, nowMs));
-  return key;
+}
+
+const categorical = (p: Published): string => JSON.stringify([p.table, p.turn, p.stalled, p.paused, p.backlog === 0]);
+
+function upsert(values: Published): void {
+  upsertSearchAttributes([
+    { key: sa.TurnstileTable, value: values.table },
+    { key: sa.TurnstileTurnHolder, value: values.turn || null },
+    { key: sa.TurnstileBacklog, value: values.backlog },
+    { key: sa.TurnstileWritePressure, value: values.pressure },
+    { key: sa.TurnstileStalled, value: values.stalled },
+    { key: sa.TurnstilePaused, value: values.paused },
+  ]);
 }
 
 function detailsMarkdown(st: TableState, nowMs: number): string {
