@@ -6,7 +6,7 @@ import { parseArgs, UsageError } from './args';
 const USAGE = `usage:
   turnstile dev [--data DIR] [--port 7233] [--ui-port 8233] [--workers N] [--demo]
   turnstile worker
-  turnstile table create NAME --key COL [--shards N] [--policy FILE]
+  turnstile table create NAME --key COL [--shards N] [--policy FILE] [--indices COL:TYPE,...]
   turnstile table list [--json]
   turnstile status NAME [--json]
   turnstile write NAME --shard S (--rows N [--keys A..B] | --file F.arrow)

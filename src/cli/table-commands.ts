@@ -1,4 +1,5 @@
 import { createTableMeta, listTables, readTableMeta } from '../storage/generation-store';
+import type { IndexSpec } from '../../activities/contract';
 import { shardNames, validateColumnName, validateTableName } from '../names';
 import { workflowArgsFor } from '../client/table-writer';
 import { int, onlyFlags, positional, required, str, UsageError, type Parsed } from './args';
@@ -16,15 +17,30 @@ const asUsage = <T>(fn: () => T): T => {
   }
 };
 
+const INDEX_TYPES = ['btree', 'bitmap', 'ivf_flat', 'ivf_pq'] as const;
+
+/** `--indices id:btree,value:bitmap`: the indices the index kind keeps built. */
+function parseIndices(text: string | undefined): IndexSpec[] {
+  if (!text) return [];
+  return text.split(',').map((part) => {
+    const [column, type] = part.split(':');
+    if (!column || !type || !(INDEX_TYPES as readonly string[]).includes(type)) {
+      throw new UsageError(`--indices: ${JSON.stringify(part)} is not COLUMN:TYPE with TYPE one of ${INDEX_TYPES.join(', ')}`);
+    }
+    return { column: asUsage(() => validateColumnName(column)), type: type as IndexSpec['type'] };
+  });
+}
+
 export async function create(p: Parsed): Promise<void> {
-  onlyFlags(p, ['key', 'shards', 'policy']);
+  onlyFlags(p, ['key', 'shards', 'policy', 'indices']);
   const name = asUsage(() => validateTableName(positional(p, 0, 'NAME')));
   const key = asUsage(() => validateColumnName(required(p, 'key', 'the primary-key column')));
   const shards = shardNames(int(p, 'shards', 1, 256, 1));
+  const indices = parseIndices(str(p, 'indices'));
   const policyFile = str(p, 'policy');
   const policy = policyFile ? (readJsonFile(policyFile, '--policy') as object) : undefined;
   const config = readConfig();
-  const meta = await createTableMeta(config.dataRoot, { name, key, shards, indices: [] }).catch((e: Error) => {
+  const meta = await createTableMeta(config.dataRoot, { name, key, shards, indices }).catch((e: Error) => {
     throw new UsageError(e.message);
   });
   await withTables((t) => t.start({ ...workflowArgsFor(meta), policy }));

@@ -11,8 +11,12 @@ import type { TableClient } from './table-client';
 
 export const workflowArgsFor = (meta: TableMeta): TableWorkflowArgs => ({ table: meta.name, key: meta.key, shards: meta.shards });
 
+/** How stale the pressure a writer acts on may be: one query per writer per interval. */
+const PRESSURE_REFRESH_MS = 500;
+
 export class TableWriter {
   private pressure: WritePressure | undefined;
+  private pressureAtMs = 0;
 
   private constructor(
     private readonly tables: TableClient,
@@ -32,10 +36,16 @@ export class TableWriter {
     } catch {
       this.pressure = undefined; // no workflow yet: nothing to wait for
     }
+    this.pressureAtMs = Date.now();
     return this.pressure;
   }
 
+  /**
+   * Seals one generation: waits writePressure * maxWriteDelayMs first, refuses with a
+   * retryable OverBacklogError at hardBacklog, then signals the demand.
+   */
   async write(shard: string, rows: ArrowTable | readonly Row[]): Promise<WriteGenerationResult> {
+    if (Date.now() - this.pressureAtMs >= PRESSURE_REFRESH_MS) await this.refreshPressure();
     if (!this.meta.shards.includes(shard)) throw new Error(`--shard: ${JSON.stringify(shard)} is not a shard of ${this.meta.name}; accepted: ${this.meta.shards.join(', ')}`);
     const result = await writeGeneration({
       root: this.root,

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import * as lancedb from '@lancedb/lancedb';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createTableMeta } from '../../src/storage/generation-store';
 import { generationFile, tableLayout } from '../../src/storage/layout';
@@ -176,4 +177,36 @@ test('a truncated generation fails its unit without retries, names the file, hol
   expect([...rows.values()].every((r) => shardOfKey(r.id as number, ['s0', 's1']) === 's1')).toBe(true);
   expect(rows.size).toBe(load.model().size - [...load.model().keys()].filter((k) => shardOfKey(k, ['s0', 's1']) === 's0').length);
   await recordHistory(h.client, handle, 'corrupt-generation');
+});
+
+test('index builds the configured index and gc deletes merged generations without lowering sealed-through', async () => {
+  const table = uniqueName('idxgc');
+  const meta = await createTableMeta(h.dataRoot, { name: table, key: 'id', shards: shardNames(2), indices: [{ column: 'id', type: 'btree' }] });
+  await h.tables.start({ ...workflowArgsFor(meta), policy: { periodSecs: { optimize: 0, index: 0, gc: 0 }, snapshotIntervalSecs: 1 } });
+  const handle = h.tables.handle(table);
+  const writer = await TableWriter.open(h.tables, h.dataRoot, table);
+  const load = new Load(writer, { rowsPerGeneration: 300, keySpan: 3000, pauseMs: 0 });
+  for (let i = 0; i < 3; i++) for (const s of meta.shards) await load.writeOne(s);
+  await expectExact(h, table, load, meta.shards);
+
+  await h.tables.bump(table, { kind: 'index', reason: 'build the btree now' });
+  await eventually(async () => (await h.tables.status(table)).counters.turns.index >= 1, 'the index turn');
+  const db = await lancedb.connect(h.dataRoot);
+  const indices = await (await db.openTable(table)).listIndices();
+  expect(indices.map((i) => i.columns)).toEqual([['id']]);
+
+  const layout = tableLayout(h.dataRoot, table);
+  expect(fs.existsSync(generationFile(layout, 's0', 1))).toBe(true);
+  await h.tables.bump(table, { kind: 'gc', reason: 'clean up now' });
+  await eventually(async () => (await h.tables.status(table)).counters.turns.gc >= 1, 'the gc turn');
+  for (const s of meta.shards) for (let seq = 1; seq <= 3; seq++) expect(fs.existsSync(generationFile(layout, s, seq))).toBe(false);
+  // Snapshots after gc still see every shard sealed through 3, and the table is intact.
+  await new Promise((r) => setTimeout(r, 2500));
+  const after = await h.tables.status(table);
+  expect(after.shards.map((s) => [s.sealedThroughSeq, s.mergedThroughSeq])).toEqual([[3, 3], [3, 3]]);
+  await expectExact(h, table, load, meta.shards);
+  // And writing goes on after gc: seq 4 follows.
+  expect(await load.writeOne('s0')).toBe(4);
+  await expectExact(h, table, load, meta.shards);
+  await recordHistory(h.client, handle, 'index-gc');
 });

@@ -186,3 +186,28 @@ test('a generation whose demand signal was lost is found by the periodic snapsho
   await expectExact(table, load);
   await recordHistory(h.client, handle, 'snapshot-recovery');
 });
+
+test('writers are slowed smoothly by write pressure and refused at hardBacklog; nothing is lost', async () => {
+  const { table, writer, handle } = await newTable('pressure', { ...QUIET, softBacklog: 2, hardBacklog: 6, maxWriteDelayMs: 400 });
+  await h.tables.pause(table, { kind: 'merge' });
+  await eventually(async () => (await h.tables.status(table)).pausedKinds.includes('merge'), 'pause applied');
+  const load = new Load(writer, { rowsPerGeneration: 50, keySpan: 500, pauseMs: 0 });
+  const delays: number[] = [];
+  for (let backlog = 0; backlog < 6; backlog++) {
+    await eventually(async () => (await h.tables.status(table)).backlog === backlog, `backlog ${backlog}`);
+    await writer.refreshPressure();
+    const before = Date.now();
+    await load.writeOne('s0');
+    delays.push(Date.now() - before);
+  }
+  // 0 at or below softBacklog, then rising linearly: 100, 200, 300 ms at backlog 3, 4, 5.
+  console.log(`seal times by backlog 0..5: ${delays.join(', ')} ms`);
+  for (const [backlog, ms] of delays.entries()) expect(ms).toBeGreaterThanOrEqual(Math.max(0, backlog - 2) * 100);
+  await eventually(async () => (await h.tables.status(table)).backlog === 6, 'backlog 6');
+  await writer.refreshPressure();
+  await expect(load.writeOne('s0')).rejects.toThrow(`table ${table}: backlog 6 has reached hardBacklog 6; retry later`);
+  await h.tables.resume(table, { kind: 'merge' });
+  await expectExact(table, load);
+  expect(load.sealedThrough('s0')).toBe(6);
+  await recordHistory(h.client, handle, 'write-pressure');
+});
