@@ -27,9 +27,10 @@ function ensureDependencies() {
 
 function run(cmd, args, env) {
   const child = spawn(cmd, args, { cwd: root, stdio: 'inherit', env: { ...process.env, ...env } });
-  // Ctrl-C reaches the whole foreground process group; the child shuts down what it
-  // started and we exit with its code.
-  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
+  // Ctrl-C reaches the whole foreground process group, the child included: sending it a
+  // second SIGINT would cut its orderly shutdown short. Other signals are passed on.
+  process.on('SIGINT', () => {});
+  for (const sig of ['SIGTERM', 'SIGHUP']) process.on(sig, () => child.kill(sig));
   child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
 }
 

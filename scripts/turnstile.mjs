@@ -8,5 +8,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const child = spawn(path.join(root, 'node_modules', '.bin', 'tsx'), [path.join(root, 'src', 'cli', 'main.ts'), ...process.argv.slice(2)], {
   stdio: 'inherit',
 });
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
+// Ctrl-C reaches the whole foreground process group, the child included: sending it a
+// second SIGINT would cut its orderly shutdown short. Other signals are passed on.
+process.on('SIGINT', () => {});
+for (const sig of ['SIGTERM', 'SIGHUP']) process.on(sig, () => child.kill(sig));
 child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
