@@ -211,3 +211,17 @@ test('writers are slowed smoothly by write pressure and refused at hardBacklog; 
   expect(load.sealedThrough('s0')).toBe(6);
   await recordHistory(h.client, handle, 'write-pressure');
 });
+
+test('workers scale horizontally: stopping one of two workers mid-load loses nothing', async () => {
+  const second = await h.addWorker();
+  const { table, writer, handle } = await newTable('scale', QUIET);
+  const load = new Load(writer, { rowsPerGeneration: 300, keySpan: 3000, pauseMs: 10 });
+  load.start();
+  await eventually(async () => (await h.tables.status(table)).counters.turns.merge >= 5, 'merges on two workers');
+  // Its running activities are cancelled; Temporal retries them on the other worker.
+  await h.stopWorker(second);
+  await eventually(async () => (await h.tables.status(table)).counters.turns.merge >= 12, 'merges on the remaining worker');
+  await load.stop();
+  await expectExact(table, load);
+  await recordHistory(h.client, handle, 'worker-stopped');
+});
