@@ -51,32 +51,35 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   let commitsInFlight = 0;
   let draining = false;
 
-  const push = (ev: PolicyEvent) => {
+  // Activity results are always queued (the turn depends on them); operator and writer
+  // signals are bounded, and a dropped demand is recovered by the periodic snapshot.
+  const push = (ev: PolicyEvent) => inbox.push(ev);
+  const pushSignal = (ev: PolicyEvent) => {
     if (inbox.length < MAX_INBOX) inbox.push(ev);
-    else log.warn('inbox full, event dropped (the periodic snapshot recovers demand)', { type: ev.type });
+    else log.warn('inbox full, signal dropped (the periodic snapshot recovers demand)', { type: ev.type });
   };
   const now = () => Date.now();
 
   // ---- handlers: validate, then queue an event; never throw into the workflow task ----
   setHandler(msg.demand, (d) => {
     const r = demandSchema.safeParse(d);
-    if (r.success) push({ type: 'demand', ...r.data });
+    if (r.success) pushSignal({ type: 'demand', ...r.data });
     else log.warn('invalid demand signal ignored', { error: r.error.message });
   });
   setHandler(msg.bump, (b) => {
     const r = bumpSchema.safeParse(b);
     if (!r.success) return log.warn('invalid bump signal ignored', { error: r.error.message });
     const target = r.data.kind ? { kind: r.data.kind } : { unitId: r.data.unitId! };
-    push({ type: 'bump', bump: { target, class: r.data.class, reason: r.data.reason, expiresAtMs: now() + r.data.forSecs * 1000 } });
+    pushSignal({ type: 'bump', bump: { target, class: r.data.class, reason: r.data.reason, expiresAtMs: now() + r.data.forSecs * 1000 } });
   });
   setHandler(msg.pause, (p) => {
     const r = pauseSchema.safeParse(p ?? {});
-    if (r.success) push({ type: 'pause', kind: r.data.kind });
+    if (r.success) pushSignal({ type: 'pause', kind: r.data.kind });
     else log.warn('invalid pause signal ignored', { error: r.error.message });
   });
   setHandler(msg.resume, (p) => {
     const r = pauseSchema.safeParse(p ?? {});
-    if (r.success) push({ type: 'resume', kind: r.data.kind });
+    if (r.success) pushSignal({ type: 'resume', kind: r.data.kind });
     else log.warn('invalid resume signal ignored', { error: r.error.message });
   });
   setHandler(
@@ -99,7 +102,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
     async (req) => {
       const merged = () => st.shards.find((s) => s.shard === req.shard)?.mergedThroughSeq ?? 0;
       // Before continue-as-new this run stops waiting; the client repeats the update
-      // against the new run (see src/client/wait-merged.ts).
+      // against the new run (see src/client/merge-waiter.ts).
       await condition(() => merged() >= req.seq || draining);
       return { shard: req.shard, seq: req.seq, mergedThroughSeq: merged(), version: st.version, merged: merged() >= req.seq };
     },
