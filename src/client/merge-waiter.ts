@@ -17,6 +17,8 @@ interface Waiter {
 export class MergeWaiter {
   private readonly waiting = new Map<string, Waiter[]>();
   private readonly inFlight = new Set<string>();
+  /** Most awaitMerged updates this process had in flight at once (for operators and tests). */
+  maxInFlight = 0;
 
   constructor(private readonly client: Client) {}
 
@@ -35,6 +37,7 @@ export class MergeWaiter {
   private async pump(table: string, shard: string, key: string): Promise<void> {
     if (this.inFlight.has(key)) return;
     this.inFlight.add(key);
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight.size);
     try {
       for (;;) {
         const list = this.waiting.get(key) ?? [];

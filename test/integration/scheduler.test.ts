@@ -225,3 +225,23 @@ test('workers scale horizontally: stopping one of two workers mid-load loses not
   await expectExact(table, load);
   await recordHistory(h.client, handle, 'worker-stopped');
 });
+
+test('40 concurrent read-your-merges waits in one process share at most one update per shard', async () => {
+  const { table, writer } = await newTable('waits', QUIET);
+  await h.tables.pause(table, { kind: 'merge' });
+  const load = new Load(writer, { rowsPerGeneration: 50, keySpan: 500, pauseMs: 0 });
+  for (let i = 0; i < 20; i++) for (const s of ['s0', 's1']) await load.writeOne(s);
+  // Temporal refuses an 11th update in flight on one workflow; coalescing keeps it at 2.
+  const waiter = new MergeWaiter(h.client);
+  const waits = Array.from({ length: 40 }, (_, i) => waiter.wait(table, i % 2 ? 's1' : 's0', 1 + Math.floor(i / 2)));
+  await new Promise((r) => setTimeout(r, 500));
+  await h.tables.resume(table, { kind: 'merge' });
+  const results = await Promise.all(waits);
+  expect(waiter.maxInFlight).toBe(2);
+  for (const [i, r] of results.entries()) {
+    expect(r.merged).toBe(true);
+    expect(r.seq).toBe(1 + Math.floor(i / 2));
+    expect(r.mergedThroughSeq).toBeGreaterThanOrEqual(r.seq);
+  }
+  await expectExact(table, load);
+});
