@@ -91,7 +91,7 @@ function freezeFirst(match: (p: FreezePoint) => boolean) {
 }
 
 test('frozen progress in prepareMerge is detected within stallSecs + one heartbeat interval and retried; the other shard keeps merging', async () => {
-  const stallSecs = 2;
+  const stallSecs = 4; // long enough for s1 to merge before the retry, even on a loaded machine
   const freeze = freezeFirst((p) => p.activity === 'prepareMerge' && p.phase === 'read');
   const hh = await startHarness({ name: 'stallprep', deps: { faults: { freezeProgress: freeze.hook } } });
   harnesses.push(hh);

@@ -45,11 +45,11 @@ async function expectExact(table: string, load: Load, hh: Harness = h) {
 const QUIET = { periodSecs: { index: 0, gc: 0 } };
 
 test('a commit-ready optimize waits at most maxTurnWaitSecs plus the longest turn behind a hot merger', async () => {
-  // Commits of merges take 400 ms longer (a large table): while one shard's merge holds
+  // Commits of merges take 700 ms longer (a large table): while one shard's merge holds
   // the turn the other shard's is prepared, so a merge is always commit-ready.
   const slow = await startHarness({
     name: 'hot',
-    deps: { faults: { freezeProgress: (p) => (p.activity === 'commitMerge' && p.phase === 'commit' ? new Promise((r) => setTimeout(r, 400)) : undefined) } },
+    deps: { faults: { freezeProgress: (p) => (p.activity === 'commitMerge' && p.phase === 'commit' ? new Promise((r) => setTimeout(r, 700)) : undefined) } },
   });
   try {
     const { table, writer, handle } = await newTable('hot', {
