@@ -7,7 +7,7 @@ import type { Policy } from '../src/policy/types';
 import type { WritePressure } from '../src/writer';
 
 /** The `state` query: DESIGN.md's `status --json` object plus what writers need. */
-export type StatusView = ReturnType<typeof statusView> & { stalledUnits: string[]; pressure: WritePressure };
+export type StatusView = ReturnType<typeof statusView> & { stalledUnits: string[]; pressure: WritePressure; policy: Policy };
 
 // Every signal, query and update of the table workflow, defined once; the wire name
 // equals the symbol. Workflows, the client and the tests import these constants.

@@ -116,7 +116,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   setHandler(msg.state, () => {
     const view = statusView(st, now());
     const pressure = { writePressure: view.writePressure, backlog: view.backlog, hardBacklog: st.policy.hardBacklog, maxWriteDelayMs: st.policy.maxWriteDelayMs };
-    return { ...view, stalledUnits: [...stalled], pressure };
+    return { ...view, stalledUnits: [...stalled], pressure, policy: st.policy };
   });
 
   // ---- carrying out decisions ----

@@ -1,5 +1,6 @@
 import { createTableMeta, listTables, readTableMeta } from '../storage/generation-store';
 import type { IndexSpec } from '../../activities/contract';
+import { applyOverride, defaultPolicy, type PolicyOverride } from '../config/policy-schema';
 import { shardNames, validateColumnName, validateTableName } from '../names';
 import { workflowArgsFor } from '../client/table-writer';
 import { int, onlyFlags, positional, required, str, UsageError, type Parsed } from './args';
@@ -38,12 +39,16 @@ export async function create(p: Parsed): Promise<void> {
   const shards = shardNames(int(p, 'shards', 1, 256, 1));
   const indices = parseIndices(str(p, 'indices'));
   const policyFile = str(p, 'policy');
-  const policy = policyFile ? (readJsonFile(policyFile, '--policy') as object) : undefined;
+  const policy = policyFile ? (readJsonFile(policyFile, '--policy') as PolicyOverride) : undefined;
+  if (policy) {
+    const r = applyOverride(defaultPolicy(), policy);
+    if (!r.ok) throw new UsageError(`--policy: ${r.error}`);
+  }
   const config = readConfig();
-  const meta = await createTableMeta(config.dataRoot, { name, key, shards, indices }).catch((e: Error) => {
+  const meta = await createTableMeta(config.dataRoot, { name, key, shards, indices, policy }).catch((e: Error) => {
     throw new UsageError(e.message);
   });
-  await withTables((t) => t.start({ ...workflowArgsFor(meta), policy }));
+  await withTables((t) => t.start(workflowArgsFor(meta)));
   console.log(`created table ${name} (key ${key}, shards ${shards.join(',')}) under ${config.dataRoot}; workflow table/${name}`);
 }
 

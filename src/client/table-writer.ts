@@ -9,7 +9,13 @@ import type { TableClient } from './table-client';
 // signal-with-start (so the first write also starts the table's workflow), and carries
 // the table's last published write pressure into the next seal.
 
-export const workflowArgsFor = (meta: TableMeta): TableWorkflowArgs => ({ table: meta.name, key: meta.key, shards: meta.shards });
+/** The workflow's start arguments; used by signal-with-start only when it is not running. */
+export const workflowArgsFor = (meta: TableMeta): TableWorkflowArgs => ({
+  table: meta.name,
+  key: meta.key,
+  shards: meta.shards,
+  ...(meta.policy ? { policy: meta.policy } : {}),
+});
 
 /** How stale the pressure a writer acts on may be: one query per writer per interval. */
 const PRESSURE_REFRESH_MS = 500;

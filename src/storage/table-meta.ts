@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { IndexSpec } from '../../activities/contract';
+import type { PolicyOverride } from '../config/policy-schema';
 import { SEQ_COLUMN, validateColumnName, validateShardName, validateTableName } from '../names';
 import { tempPathFor, fsyncDir } from './arrow';
 import { shardDir, tableLayout } from './layout';
@@ -13,6 +14,11 @@ export interface TableMeta {
   key: string;
   shards: string[];
   indices: IndexSpec[];
+  /**
+   * The per-table policy override given at creation. The running workflow owns the live
+   * policy (`turnstile policy --set`); this is what a workflow started afresh begins with.
+   */
+  policy?: PolicyOverride;
 }
 
 const INDEX_TYPES: readonly IndexSpec['type'][] = ['btree', 'bitmap', 'ivf_flat', 'ivf_pq'];
@@ -48,7 +54,7 @@ function validateMeta(meta: TableMeta): TableMeta {
 }
 
 export async function createTableMeta(root: string, input: TableMeta): Promise<TableMeta> {
-  const meta = validateMeta({ name: input.name, key: input.key, shards: [...input.shards], indices: [...input.indices] });
+  const meta = validateMeta({ name: input.name, key: input.key, shards: [...input.shards], indices: [...input.indices], ...(input.policy ? { policy: input.policy } : {}) });
   const l = tableLayout(root, meta.name);
   await fs.mkdir(l.prepared, { recursive: true });
   for (const shard of meta.shards) await fs.mkdir(shardDir(l, shard), { recursive: true });

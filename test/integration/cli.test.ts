@@ -41,7 +41,9 @@ function expectRefused(r: Run, pattern: RegExp): void {
 
 test('create, write, wait-merged, status --json, pause/resume and list through the CLI', async () => {
   const name = uniqueName('cli');
-  expect((await turnstile('table', 'create', name, '--key', 'id', '--shards', '2')).code).toBe(0);
+  const policyFile = path.join(h.dataRoot, `${name}-policy.json`);
+  fs.writeFileSync(policyFile, JSON.stringify({ maxTurnWaitSecs: { optimize: 7 } }));
+  expect((await turnstile('table', 'create', name, '--key', 'id', '--shards', '2', '--policy', policyFile)).code).toBe(0);
   const w = await turnstile('write', name, '--shard', 's0', '--rows', '50', '--keys', '0..400');
   expect(w.stdout).toMatch(new RegExp(`^sealed ${name}/s0 seq 1 \\(50 rows\\)`));
   const m = await turnstile('wait-merged', name, '--shard', 's0', '--seq', '1', '--timeout', '60');
@@ -56,6 +58,7 @@ test('create, write, wait-merged, status --json, pause/resume and list through t
   ]);
   for (const key of ['turns', 'stalls', 'retries', 'maxTurnWaitSecs']) expect(s.counters).toHaveProperty(key);
   expect(s.counters.turns.merge).toBe(1);
+  expect(s.policy.maxTurnWaitSecs).toEqual({ merge: 60, optimize: 7, index: 300, gc: 600 });
 
   expect((await turnstile('pause', name, '--kind', 'merge')).stdout).toMatch(/paused kind merge/);
   await expect.poll(async () => JSON.parse((await turnstile('status', name, '--json')).stdout).pausedKinds, { timeout: 20_000 }).toEqual(['merge']);
@@ -76,6 +79,9 @@ test('bad input exits non-zero with one line naming the field and the accepted r
   expectRefused(await turnstile('write', name, '--shard', 's9', '--rows', '5'), /--shard: "s9" is not a shard of/);
   expectRefused(await turnstile('status', 'Bad/Name'), /^turnstile: table: "Bad\/Name" is not valid; accepted: /);
   expectRefused(await turnstile('table', 'create', name, '--key', 'id'), /already exists/);
+  const badCreate = path.join(h.dataRoot, 'bad-create-policy.json');
+  fs.writeFileSync(badCreate, JSON.stringify({ softBacklog: 'lots' }));
+  expectRefused(await turnstile('table', 'create', uniqueName('clibad'), '--key', 'id', '--policy', badCreate), /^turnstile: --policy: softBacklog: must be an integer in \[0, 1000000\]$/);
   const bad = path.join(h.dataRoot, 'bad-policy.json');
   fs.writeFileSync(bad, JSON.stringify({ bogus: 1, maxTurnWaitSecs: { optimize: 0 } }));
   expectRefused(await turnstile('policy', name, '--set', bad), /^turnstile: policy: maxTurnWaitSecs.optimize: must be an integer in \[1, 86400\]; bogus: unknown key$/);
