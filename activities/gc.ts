@@ -2,7 +2,9 @@ import fs from 'node:fs/promises';
 import type { GcResult } from './contract';
 import type { ActivityDeps } from './deps';
 import { fail, mapCommonError } from './failures';
-import { isDeletableFile, isTempFile, TEMP_MIN_AGE_MS } from './gc-paths';
+import path from 'node:path';
+import { GENERATION_NAME, isDeletableFile, isTempFile, TEMP_MIN_AGE_MS } from './gc-paths';
+import { raiseGcFloor } from '../src/storage/gc-floor';
 import { ProgressReporter } from './progress';
 import { readTableMeta } from '../src/storage/table-meta';
 
@@ -17,6 +19,18 @@ export interface GcInput {
   tempFiles: string[];
 }
 
+/** Raises each shard's GC.json floor to the highest generation seq about to be deleted. */
+async function recordGenerationFloors(root: string, table: string, files: string[]): Promise<void> {
+  const highest = new Map<string, number>();
+  for (const f of files) {
+    const name = path.basename(f);
+    if (!GENERATION_NAME.test(name)) continue;
+    const shard = path.basename(path.dirname(f));
+    highest.set(shard, Math.max(highest.get(shard) ?? 0, Number(name.slice(0, 12))));
+  }
+  for (const [shard, seq] of highest) await raiseGcFloor(root, table, shard, seq);
+}
+
 export function makeGc(deps: ActivityDeps) {
   return async function gc(input: GcInput): Promise<GcResult> {
     const progress = new ProgressReporter('gc', deps.faults);
@@ -29,6 +43,7 @@ export function makeGc(deps: ActivityDeps) {
       for (const f of input.tempFiles) {
         if (!isTempFile(root, input.table, f)) throw fail('GcRefused', `gc: refusing to delete ${f}: not a temporary file of table ${input.table}`);
       }
+      await recordGenerationFloors(root, input.table, input.files);
       const all = [...input.files.map((f) => ({ f, temp: false })), ...input.tempFiles.map((f) => ({ f, temp: true }))];
       let deleted = 0;
       let bytesFreed = 0;

@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import { readIpcFile, writeIpcFileAtomic, CorruptArrowFileError, type ArrowTable } from '../src/storage/arrow';
 import { readShardSealed } from '../src/storage/generation-store';
+import { readGcFloor } from '../src/storage/gc-floor';
 import { generationFile, preparedFile, tableLayout, type TableLayout } from '../src/storage/layout';
 import { readTableMeta } from '../src/storage/table-meta';
 import type { PrepareMergeInput, PreparedMerge } from './contract';
@@ -101,6 +102,12 @@ async function prepare(deps: ActivityDeps, input: PrepareMergeInput, progress: P
     break;
   }
   const resumedFromFile = next - fromSeq;
+  // What gc recorded as merged and deleted is not read again (see gc-floor.ts).
+  const gcFloor = await readGcFloor(deps.dataRoot, table, shard);
+  if (gcFloor >= next) {
+    deps.log?.(`prepareMerge ${table}/${shard} ${fromSeq}..${toSeq}: seq ${next}..${Math.min(gcFloor, toSeq)} merged and collected before, skipped`);
+    next = gcFloor + 1;
+  }
 
   const checkpointMs = (deps.prepareCheckpointSecs ?? 10) * 1000;
   let lastCheckpoint = Date.now();

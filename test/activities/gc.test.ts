@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readSealed } from '../../src/storage/generation-store';
 import { sealedFile, shardDir, tableLayout, TEMP_MARKER } from '../../src/storage/layout';
 import { lanceTableDir } from '../../src/storage/lance-table';
+import { readGcFloor } from '../../src/storage/gc-floor';
 import { makeFixture, prepareAndCommit, run, sealMany, tableRows, type Fixture } from './helpers';
 
 let f: Fixture;
@@ -55,6 +56,32 @@ describe('gc', () => {
     // And the unmerged tail still merges.
     await prepareAndCommit(f, 's0', 4, 5);
     expect((await tableRows(f)).length).toBeGreaterThanOrEqual(rowsBefore.length);
+  });
+
+  it('records what it deleted, so a merge started afresh from seq 1 skips it; an unrecorded missing file still fails', async () => {
+    await sealMany(f, 's0', 4, 30, [0, 99]);
+    await prepareAndCommit(f, 's0', 1, 2);
+    const rowsAfterTwo = await tableRows(f);
+    const plan = await run(f.acts.planGc, [{ table: f.table, mergedThrough: [{ shard: 's0', mergedThroughSeq: 2 }, { shard: 's1', mergedThroughSeq: 0 }] }]);
+    await run(f.acts.gc, [{ table: f.table, ...plan }]);
+    expect(await readGcFloor(f.root, f.table, 's0')).toBe(2);
+
+    // A workflow that lost its watermarks asks for 1..4: only 3..4 are read.
+    const p = await run(f.acts.prepareMerge, [{ table: f.table, key: 'id', shard: 's0', fromSeq: 1, toSeq: 4 }]);
+    const direct = await run(f.acts.prepareMerge, [{ table: f.table, key: 'id', shard: 's0', fromSeq: 3, toSeq: 4 }]);
+    expect(p.rows).toBe(direct.rows);
+    await run(f.acts.commitMerge, [{ table: f.table, key: 'id', prepared: p }]);
+    expect((await tableRows(f)).length).toBeGreaterThanOrEqual(rowsAfterTwo.length);
+
+    // Deleted by anyone but gc: not recorded, so the unit fails naming the file.
+    const l = tableLayout(f.root, f.table);
+    await sealMany(f, 's1', 2, 30, [0, 99]);
+    const lost = path.join(shardDir(l, 's1'), '000000000001.arrow');
+    fs.rmSync(lost);
+    const err = await run(f.acts.prepareMerge, [{ table: f.table, key: 'id', shard: 's1', fromSeq: 1, toSeq: 2 }]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect((err as ApplicationFailure).nonRetryable).toBe(true);
+    expect((err as ApplicationFailure).message).toContain(lost);
   });
 
   it('refuses paths that are not its own before deleting anything', async () => {

@@ -209,4 +209,14 @@ test('index builds the configured index and gc deletes merged generations withou
   expect(await load.writeOne('s0')).toBe(4);
   await expectExact(h, table, load, meta.shards);
   await recordHistory(h.client, handle, 'index-gc');
+
+  // An operator terminates the workflow; the next seal starts a fresh one (merged-through
+  // 0 everywhere). Its merges skip what gc recorded as merged and deleted, and the
+  // table ends exact.
+  await handle.terminate('operator test');
+  expect(await load.writeOne('s0')).toBe(5);
+  await expectExact(h, table, load, meta.shards);
+  const fresh = await h.tables.status(table);
+  expect(fresh.shards.map((s) => s.mergedThroughSeq)).toEqual([5, 3]);
+  expect(fresh.shards.every((s) => s.heldReason === null)).toBe(true);
 });
