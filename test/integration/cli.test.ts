@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
@@ -20,16 +20,19 @@ interface Run {
   stderr: string;
 }
 
-function turnstile(...args: string[]): Promise<Run> {
+/** Runs the CLI against the harness's server, data root and task queue (or `env`'s). */
+function turnstileWith(env: Record<string, string>, ...args: string[]): Promise<Run> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       [path.join(PROJECT_ROOT, 'scripts', 'turnstile.mjs'), ...args],
-      { env: { ...process.env, TEMPORAL_ADDRESS: h.address, TURNSTILE_DATA: h.dataRoot, TURNSTILE_TASK_QUEUE: h.taskQueue }, timeout: 90_000 },
+      { env: { ...process.env, TEMPORAL_ADDRESS: h.address, TURNSTILE_DATA: h.dataRoot, TURNSTILE_TASK_QUEUE: h.taskQueue, ...env }, timeout: 90_000 },
       (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
 }
+
+const turnstile = (...args: string[]): Promise<Run> => turnstileWith({}, ...args);
 
 /** A refusal: non-zero exit and exactly one line on stderr. */
 function expectRefused(r: Run, pattern: RegExp): void {
@@ -87,4 +90,25 @@ test('bad input exits non-zero with one line naming the field and the accepted r
   expectRefused(await turnstile('policy', name, '--set', bad), /^turnstile: policy: maxTurnWaitSecs.optimize: must be an integer in \[1, 86400\]; bogus: unknown key$/);
   // The workflow is unharmed.
   expect(JSON.parse((await turnstile('status', name, '--json')).stdout).table).toBe(name);
+});
+
+test('`turnstile worker` serves a task queue on its own and stops cleanly on SIGTERM', async () => {
+  const taskQueue = uniqueName('tq-cli-worker');
+  const env = { ...process.env, TEMPORAL_ADDRESS: h.address, TURNSTILE_DATA: h.dataRoot, TURNSTILE_TASK_QUEUE: taskQueue };
+  const worker = spawn(process.execPath, [path.join(PROJECT_ROOT, 'scripts', 'turnstile.mjs'), 'worker'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  worker.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((r) => worker.on('exit', (code) => r(code)));
+  try {
+    await expect.poll(() => out, { timeout: 60_000 }).toMatch(new RegExp(`worker on ${h.address} task queue ${taskQueue}`));
+    const name = uniqueName('cliw');
+    const run = (...args: string[]) => turnstileWith({ TURNSTILE_TASK_QUEUE: taskQueue }, ...args);
+    expect((await run('table', 'create', name, '--key', 'id')).code).toBe(0);
+    expect((await run('write', name, '--shard', 's0', '--rows', '20')).code).toBe(0);
+    const m = await run('wait-merged', name, '--shard', 's0', '--seq', '1', '--timeout', '60');
+    expect(m.stdout, m.stderr).toMatch(/merged .* seq 1/);
+  } finally {
+    worker.kill('SIGTERM');
+  }
+  expect(await exited).toBe(0);
 });
