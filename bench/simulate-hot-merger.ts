@@ -16,7 +16,7 @@ const policy = simPolicy({
   hardBacklog: 500,
 });
 
-const result = runSimulation({
+const scenario = (policy: ReturnType<typeof simPolicy>) => runSimulation({
   shards: ['s0', 's1'],
   policy,
   seed: 42,
@@ -28,6 +28,7 @@ const result = runSimulation({
   optimizeEverySecs: 60,
   sampleEveryMs: 5 * 60_000,
 });
+const result = scenario(policy);
 
 const p = policy;
 console.log('hot merger: 2 shards sealing ~1 generation/s each; merge prepare 1-3 s, commit 1.5-3.5 s;');
@@ -38,3 +39,12 @@ console.log(
 );
 console.log('');
 console.log(formatSummary(summarize(result)));
+
+// The same load with the streak rule out of the way (merges may take 1000 turns in a
+// row): optimize gets the turn only in gaps between commit-ready merges or by promotion
+// after maxTurnWaitSecs; its worst wait must stay within 120 s + the longest turn.
+const promotionOnly = simPolicy({ ...policy, maxConsecutiveTurns: { ...policy.maxConsecutiveTurns, merge: 1000 } });
+console.log('');
+console.log('same load, maxConsecutiveTurns merge 1000 (no streak limit; bound: 120 s + longest turn 20 s):');
+console.log('');
+console.log(formatSummary(summarize(scenario(promotionOnly))));
