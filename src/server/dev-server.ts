@@ -61,6 +61,18 @@ async function waitUntilServing(address: string, child: ChildProcess, timeoutMs:
   throw new Error(`temporal server at ${address} did not answer within ${timeoutMs} ms: ${String(lastError)}`);
 }
 
+/**
+ * A process killed outright (SIGKILL, a closed pipe) runs no exit handler, so a small
+ * detached shell watches us and stops the server once we are gone: no orphan server
+ * keeps the port or the database.
+ */
+function watchParent(serverPid: number): ChildProcess {
+  const script = `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; kill -TERM ${serverPid} 2>/dev/null; sleep 10; kill -0 ${serverPid} 2>/dev/null && kill -KILL ${serverPid}`;
+  const w = spawn('/bin/sh', ['-c', script], { detached: true, stdio: 'ignore' });
+  w.unref();
+  return w;
+}
+
 export async function startDevServer(opts: DevServerOptions): Promise<DevServer> {
   const port = opts.port ?? (await freePort());
   const uiPort = opts.uiPort ?? (await freePort());
@@ -77,7 +89,11 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   ];
   const out = opts.logFile ? fs.openSync(opts.logFile, 'a') : 'ignore';
   const child = spawn(opts.binary, args, { stdio: ['ignore', out, out] });
-  const killNow = () => child.kill('SIGKILL');
+  const watchdog = watchParent(child.pid!);
+  const killNow = () => {
+    child.kill('SIGKILL');
+    watchdog.kill('SIGKILL');
+  };
   process.on('exit', killNow);
   const address = `127.0.0.1:${port}`;
   try {
@@ -92,6 +108,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     pid: child.pid!,
     async stop() {
       process.off('exit', killNow);
+      watchdog.kill('SIGKILL');
       if (child.exitCode !== null) return;
       const exited = new Promise<void>((r) => child.once('exit', () => r()));
       child.kill('SIGTERM');
