@@ -3,6 +3,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { PROJECT_ROOT } from '../../src/paths';
+import { writeIpcFileAtomic } from '../../src/storage/arrow';
+import { tableFromRows } from '../../src/storage/records';
+import { generateRows } from '../../src/writer';
 import { startHarness, uniqueName, type Harness } from '../support/harness';
 
 // The command line of DESIGN.md, as operators run it, against the real server: the
@@ -53,14 +56,22 @@ test('create, write, wait-merged, status --json, pause/resume and list through t
   expect(m.code, m.stderr).toBe(0);
   expect(m.stdout).toMatch(/in table version \d+/);
 
+  // --file: an Arrow IPC file of rows that route to s1 is sealed as one generation.
+  const file = path.join(h.dataRoot, `${name}-rows.arrow`);
+  await writeIpcFileAtomic(file, tableFromRows(generateRows({ keys: [0, 400], count: 30, shard: 's1', shards: ['s0', 's1'], seed: 3 }), 'id'));
+  expect((await turnstile('write', name, '--shard', 's1', '--file', file)).stdout).toMatch(new RegExp(`^sealed ${name}/s1 seq 1 \\(30 rows\\)`));
+  expect((await turnstile('wait-merged', name, '--shard', 's1', '--seq', '1', '--timeout', '60')).code).toBe(0);
+  // The same file into the other shard is refused: a key belongs to one shard.
+  expectRefused(await turnstile('write', name, '--shard', 's0', '--file', file), /^turnstile: key \d+ belongs to shard s1, not s0 /);
+
   const s = JSON.parse((await turnstile('status', name, '--json')).stdout);
   for (const key of ['table', 'version', 'paused', 'pausedKinds', 'writePressure', 'backlog', 'shards', 'turn', 'preparing', 'queue', 'counters']) expect(s).toHaveProperty(key);
   expect(s.shards).toEqual([
     expect.objectContaining({ shard: 's0', sealedThroughSeq: 1, mergedThroughSeq: 1 }),
-    expect.objectContaining({ shard: 's1', sealedThroughSeq: 0, mergedThroughSeq: 0 }),
+    expect.objectContaining({ shard: 's1', sealedThroughSeq: 1, mergedThroughSeq: 1 }),
   ]);
   for (const key of ['turns', 'stalls', 'retries', 'maxTurnWaitSecs']) expect(s.counters).toHaveProperty(key);
-  expect(s.counters.turns.merge).toBe(1);
+  expect(s.counters.turns.merge).toBe(2);
   expect(s.policy.maxTurnWaitSecs).toEqual({ merge: 60, optimize: 7, index: 300, gc: 600 });
 
   expect((await turnstile('pause', name, '--kind', 'merge')).stdout).toMatch(/paused kind merge/);
