@@ -59,7 +59,10 @@ main(process.argv.slice(2)).then(
     if (process.argv[2] !== 'dev' && process.argv[2] !== 'worker') process.exit(0);
   },
   (e: unknown) => {
-    const msg = e instanceof Error ? e.message : String(e);
+    let msg = e instanceof Error ? e.message : String(e);
+    if (e instanceof Error && e.name === 'WorkflowNotFoundError') {
+      msg = `${msg.split('\n')[0]}: no such table workflow; create the table with "turnstile table create", or check TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE`;
+    }
     console.error(`turnstile: ${e instanceof UsageError ? msg : msg.split('\n')[0]}`);
     process.exit(e instanceof UsageError ? 2 : 1);
   },

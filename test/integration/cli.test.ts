@@ -91,6 +91,7 @@ test('bad input exits non-zero with one line naming the field and the accepted r
   expectRefused(await turnstile('bump', name, '--kind', 'merge', '--class', '7', '--reason', 'x'), /--class: "7" is not an integer in \[1, 4\]/);
   expectRefused(await turnstile('wait-merged', name, '--shard', 's0', '--seq', '-1'), /--seq: "-1" is not an integer in \[0, /);
   expectRefused(await turnstile('write', name, '--shard', 's9', '--rows', '5'), /--shard: "s9" is not a shard of/);
+  expectRefused(await turnstile('status', uniqueName('nosuch')), /no such table workflow; create the table with "turnstile table create"/);
   expectRefused(await turnstile('status', 'Bad/Name'), /^turnstile: table: "Bad\/Name" is not valid; accepted: /);
   expectRefused(await turnstile('table', 'create', name, '--key', 'id'), /already exists/);
   const badCreate = path.join(h.dataRoot, 'bad-create-policy.json');
