@@ -55,6 +55,10 @@ test('three overlapping generations merge into exactly the newest row per key', 
     for await (const wf of h.client.workflow.list({ query: `TurnstileTable = '${table}' AND TurnstileBacklog = 0` })) found.push(wf.workflowId);
     return found.length === 1 && found[0] === `table/${table}`;
   }, 'the table listed by its search attributes');
+  // ... the current details (served by the worker) as short markdown ...
+  const meta = await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
+  expect(meta.currentDetails).toMatch(new RegExp(`^\\*\\*${table}\\*\\* version \\d+ · backlog 0 · writePressure 0\\.00`));
+  expect(meta.currentDetails).toContain('**turn:** free');
   // ... and each commit's summary names the unit and why it won the turn.
   const summaries = await commitSummaries(handle);
   expect(summaries[0]).toMatch(/^merge s0 seq 1-\d: class \d, /);
