@@ -88,7 +88,9 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     ...(opts.headless ? ['--headless'] : ['--ui-port', String(uiPort)]),
   ];
   const out = opts.logFile ? fs.openSync(opts.logFile, 'a') : 'ignore';
-  const child = spawn(opts.binary, args, { stdio: ['ignore', out, out] });
+  // Its own process group: a terminal's Ctrl-C reaches us, and we stop the server only
+  // after the workers have drained (they still talk to it while shutting down).
+  const child = spawn(opts.binary, args, { stdio: ['ignore', out, out], detached: true });
   const watchdog = watchParent(child.pid!);
   const killNow = () => {
     child.kill('SIGKILL');
