@@ -141,6 +141,8 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
         alarm.set(d.atMs);
         break;
       case 'publish':
+        // The UI publisher (ui.ts) reads pressure and backlog from the state after
+        // every activation, together with the turn holder and pause flags.
         break;
     }
   };
