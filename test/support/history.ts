@@ -7,6 +7,10 @@ export interface ActivityRun {
   type: string;
   scheduledAtMs: number;
   closedAtMs: number | null;
+  /** Workflow time of the task that scheduled it: when the core granted the turn. */
+  decidedAtMs: number;
+  /** Workflow time of the first task that saw it close: when the core released the turn. */
+  seenClosedAtMs: number | null;
   scheduledEventId: number;
   closedEventId: number | null;
   outcome: 'completed' | 'failed' | 'timedOut' | 'canceled' | null;
@@ -20,11 +24,29 @@ export async function activityRuns(handle: WorkflowHandle): Promise<ActivityRun[
   const history = await handle.fetchHistory();
   const byId = new Map<number, ActivityRun>();
   const runs: ActivityRun[] = [];
+  // Workflow code reads the clock of the workflow task it runs in (its started time).
+  let taskStartedAtMs = 0;
+  let closedUnseen: ActivityRun[] = [];
   for (const e of history.events ?? []) {
     const id = Number(e.eventId);
     const at = ms(e.eventTime);
+    if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_STARTED) {
+      taskStartedAtMs = at;
+      for (const r of closedUnseen) r.seenClosedAtMs = at;
+      closedUnseen = [];
+      continue;
+    }
     if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) {
-      const r: ActivityRun = { type: e.activityTaskScheduledEventAttributes!.activityType!.name!, scheduledAtMs: at, closedAtMs: null, scheduledEventId: id, closedEventId: null, outcome: null };
+      const r: ActivityRun = {
+        type: e.activityTaskScheduledEventAttributes!.activityType!.name!,
+        scheduledAtMs: at,
+        closedAtMs: null,
+        decidedAtMs: taskStartedAtMs,
+        seenClosedAtMs: null,
+        scheduledEventId: id,
+        closedEventId: null,
+        outcome: null,
+      };
       byId.set(id, r);
       runs.push(r);
       continue;
@@ -38,7 +60,9 @@ export async function activityRuns(handle: WorkflowHandle): Promise<ActivityRun[
     for (const [outcome, attrs] of close) {
       if (!attrs) continue;
       const r = byId.get(Number(attrs.scheduledEventId));
-      if (r) Object.assign(r, { closedAtMs: at, closedEventId: id, outcome });
+      if (!r) continue;
+      Object.assign(r, { closedAtMs: at, closedEventId: id, outcome });
+      closedUnseen.push(r);
     }
   }
   return runs;
@@ -47,9 +71,14 @@ export async function activityRuns(handle: WorkflowHandle): Promise<ActivityRun[
 export const COMMIT_ACTIVITIES = ['commitMerge', 'commitOptimize', 'ensureIndex', 'gc'];
 export const isCommit = (r: ActivityRun): boolean => COMMIT_ACTIVITIES.includes(r.type);
 
-/** Longest turn: from a commit's scheduling (the grant) to its close. */
+/**
+ * Longest turn as the workflow holds it: from the workflow task that granted it to
+ * the one that saw its commit close. Measuring from the activity's own events instead
+ * leaves out the workflow-task latency on both ends, which the waits (taken on the
+ * workflow clock) do include.
+ */
 export function longestTurnMs(runs: ActivityRun[]): number {
-  return Math.max(0, ...runs.filter(isCommit).map((r) => (r.closedAtMs ?? r.scheduledAtMs) - r.scheduledAtMs));
+  return Math.max(0, ...runs.filter(isCommit).map((r) => (r.seenClosedAtMs ?? r.decidedAtMs) - r.decidedAtMs));
 }
 
 /** The UI summaries of the commit activities, in scheduling order. */
