@@ -3,7 +3,8 @@
 
 /** Progress details sent as heartbeats; the workflow sees the last one on a timeout. */
 export type Progress =
-  | { phase: 'read'; filesRead: number; rowsRead: number }
+  /** checkpointThroughSeq: the newest checkpoint written (fromSeq..k), where a retry resumes. */
+  | { phase: 'read'; filesRead: number; rowsRead: number; checkpointThroughSeq?: number }
   | { phase: 'encode'; bytesWritten: number }
   /** deadlineMs: epoch ms until which an opaque step (mergeInsert, optimize) keeps heartbeating. */
   | { phase: 'commit'; step: string; deadlineMs?: number };
@@ -35,8 +36,14 @@ export interface PreparedMerge {
   bytes: number;
   /** Temporal attempt that produced it (1 = no retry). */
   attempt: number;
-  /** Files skipped because a previous attempt's heartbeat said they were read. */
+  /** Generation files a previous attempt had already read, so this one skipped them. */
   resumedFromFile: number;
+  /**
+   * Where that came from: 'heartbeat' (the previous attempt's last heartbeat named its
+   * checkpoint), 'scan' (no usable heartbeat, e.g. the worker died before it reached the
+   * server: the newest checkpoint on disk), 'batch' (the whole prepared batch was there).
+   */
+  resumedVia: 'heartbeat' | 'scan' | 'batch' | null;
 }
 
 export interface CommitMergeInput extends TableRef {

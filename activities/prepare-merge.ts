@@ -4,7 +4,7 @@ import { readShardSealed } from '../src/storage/generation-store';
 import { readGcFloor } from '../src/storage/gc-floor';
 import { generationFile, preparedFile, tableLayout, type TableLayout } from '../src/storage/layout';
 import { readTableMeta } from '../src/storage/table-meta';
-import type { PrepareMergeInput, PreparedMerge } from './contract';
+import type { PrepareMergeInput, PreparedMerge, Progress } from './contract';
 import type { ActivityDeps } from './deps';
 import { fail, isNotFound, mapCommonError } from './failures';
 import { NewestRowPerKey } from './newest-row-per-key';
@@ -17,11 +17,15 @@ import { generationProblem } from './validate-generation';
 // functions of immutable generations):
 // - the whole unit, when the prepared batch for fromSeq..toSeq already exists and reads
 //   back valid (a previous attempt finished encoding but its result was lost);
-// - the read phase, from the newest checkpoint: every `prepareCheckpointSecs` of reading,
-//   the newest rows of fromSeq..k are written as the prepared batch of range fromSeq..k
-//   (same name scheme, same content a unit of that range would produce), and a retry
-//   starts reading at k + 1. `resumedFromFile` says how many files that skipped.
-// Dedup state itself is in memory, so without a checkpoint the read starts over.
+// - the read phase, from a checkpoint: every `prepareCheckpointSecs` of reading, the
+//   newest rows of fromSeq..k are written as the prepared batch of range fromSeq..k
+//   (same name scheme, same content a unit of that range would produce), and the read
+//   heartbeats carry `checkpointThroughSeq: k`. A retry takes k from the previous
+//   attempt's last heartbeat details and starts reading at k + 1. Heartbeats are
+//   throttled and a dying worker may not deliver its last one, so when the details name
+//   no usable checkpoint the newest valid one on disk is used instead.
+// Dedup state itself is in memory (the heartbeat payload is capped at a few KiB), so
+// without any checkpoint the read starts over.
 
 async function loadValid(file: string, key: string): Promise<{ table: ArrowTable; bytes: number } | null> {
   try {
@@ -88,20 +92,21 @@ async function prepare(deps: ActivityDeps, input: PrepareMergeInput, progress: P
   const done = await loadValid(out, meta.key);
   if (done) {
     progress.report({ phase: 'encode', bytesWritten: done.bytes });
-    return { ...base, preparedPath: out, rows: done.table.numRows, bytes: done.bytes, resumedFromFile: total };
+    return { ...base, preparedPath: out, rows: done.table.numRows, bytes: done.bytes, resumedFromFile: total, resumedVia: 'batch' };
   }
 
   const acc = new NewestRowPerKey(meta.key);
+  const resume = await resumePoint(l, meta.key, input, progress.previous);
   let next = fromSeq;
-  for (const k of await checkpoints(l, shard, fromSeq, toSeq)) {
-    const cp = await loadValid(preparedFile(l, shard, fromSeq, k), meta.key);
-    if (!cp) continue;
-    acc.add(cp.table);
-    next = k + 1;
-    deps.log?.(`prepareMerge ${table}/${shard} ${fromSeq}..${toSeq}: attempt ${progress.attempt} resumes after checkpoint ${fromSeq}..${k}`);
-    break;
+  let checkpointThroughSeq: number | undefined;
+  if (resume) {
+    acc.add(resume.table);
+    next = resume.k + 1;
+    checkpointThroughSeq = resume.k;
+    deps.log?.(`prepareMerge ${table}/${shard} ${fromSeq}..${toSeq}: attempt ${progress.attempt} resumes after checkpoint ${fromSeq}..${resume.k} (from the ${resume.via === 'heartbeat' ? 'last heartbeat' : 'newest file on disk'})`);
   }
   const resumedFromFile = next - fromSeq;
+  const resumedVia = resume?.via ?? null;
   // What gc recorded as merged and deleted is not read again (see gc-floor.ts).
   const gcFloor = await readGcFloor(deps.dataRoot, table, shard);
   if (gcFloor >= next) {
@@ -117,11 +122,15 @@ async function prepare(deps: ActivityDeps, input: PrepareMergeInput, progress: P
     const problem = generationProblem(gen, meta.key, seq, acc.schema);
     if (problem) throw fail('InvalidGeneration', `invalid generation ${file}: ${problem}`);
     acc.add(gen);
-    progress.report({ phase: 'read', filesRead: seq - fromSeq + 1, rowsRead: acc.rowsRead });
+    progress.report({ phase: 'read', filesRead: seq - fromSeq + 1, rowsRead: acc.rowsRead, ...(checkpointThroughSeq ? { checkpointThroughSeq } : {}) });
     await progress.point('read');
     if (seq < toSeq && Date.now() - lastCheckpoint >= checkpointMs) {
       const partial = acc.build();
-      if (partial) await writeIpcFileAtomic(preparedFile(l, shard, fromSeq, seq), partial);
+      if (partial) {
+        await writeIpcFileAtomic(preparedFile(l, shard, fromSeq, seq), partial);
+        checkpointThroughSeq = seq;
+        progress.report({ phase: 'read', filesRead: seq - fromSeq + 1, rowsRead: acc.rowsRead, checkpointThroughSeq });
+      }
       lastCheckpoint = Date.now();
     }
   }
@@ -129,10 +138,31 @@ async function prepare(deps: ActivityDeps, input: PrepareMergeInput, progress: P
   progress.report({ phase: 'encode', bytesWritten: 0 });
   await progress.point('encode');
   const batch = acc.build();
-  if (!batch) return { ...base, preparedPath: null, rows: 0, bytes: 0, resumedFromFile };
+  if (!batch) return { ...base, preparedPath: null, rows: 0, bytes: 0, resumedFromFile, resumedVia };
   const { bytes } = await writeIpcFileAtomic(out, batch);
   progress.report({ phase: 'encode', bytesWritten: bytes });
   // Checkpoints are left to gc (removed once merged): a checkpoint fromSeq..k is also
   // the prepared batch of a unit fromSeq..k, which may still be waiting to commit.
-  return { ...base, preparedPath: out, rows: batch.numRows, bytes, resumedFromFile };
+  return { ...base, preparedPath: out, rows: batch.numRows, bytes, resumedFromFile, resumedVia };
+}
+
+interface ResumePoint {
+  k: number;
+  table: ArrowTable;
+  via: 'heartbeat' | 'scan';
+}
+
+/** Where a retry starts: the checkpoint the last heartbeat named, else the newest valid one on disk. */
+async function resumePoint(l: TableLayout, key: string, input: PrepareMergeInput, previous: Partial<Progress> | undefined): Promise<ResumePoint | null> {
+  const { shard, fromSeq, toSeq } = input;
+  const named = previous?.phase === 'read' ? previous.checkpointThroughSeq : undefined;
+  if (typeof named === 'number' && Number.isSafeInteger(named) && named >= fromSeq && named < toSeq) {
+    const cp = await loadValid(preparedFile(l, shard, fromSeq, named), key);
+    if (cp) return { k: named, table: cp.table, via: 'heartbeat' };
+  }
+  for (const k of await checkpoints(l, shard, fromSeq, toSeq)) {
+    const cp = await loadValid(preparedFile(l, shard, fromSeq, k), key);
+    if (cp) return { k, table: cp.table, via: 'scan' };
+  }
+  return null;
 }

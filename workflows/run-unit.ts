@@ -1,5 +1,5 @@
 import { TimeoutType } from '@temporalio/common';
-import { ActivityFailure, ApplicationFailure, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, patched, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import type { CommitResult, GcPlan, IndexPlan, OptimizePlan, PreparedMerge } from '../activities/contract';
 import type { PolicyEvent, TableState, Unit } from '../src/policy/types';
@@ -14,16 +14,33 @@ type Activities = ReturnType<typeof createActivities>;
 
 const secs = (n: number) => `${n} s`;
 
-function prepActivities(st: TableState): Activities {
+/**
+ * Activity ids name the unit ("prepare merge/s0 1-3"), so the Temporal UI's pending
+ * activities and `status` (which reads their heartbeat details through describe) can
+ * tell which unit an activity works for. Unique among pending activities: a unit has at
+ * most one preparation and one commit in flight.
+ */
+export function activityIdFor(step: 'prepare' | 'commit', unit: Unit): string {
+  const range = unit.kind === 'merge' ? ` ${unit.fromSeq}-${unit.toSeq}` : '';
+  return `${step} ${unit.id}${range}`;
+}
+
+/** Runs recorded before activities were named keep their numbered ids on replay. */
+const namedId = (step: 'prepare' | 'commit', unit: Unit): { activityId?: string } =>
+  patched('named-activity-ids') ? { activityId: activityIdFor(step, unit) } : {};
+
+function prepActivities(st: TableState, unit: Unit): Activities {
   return proxyActivities<Activities>({
+    ...namedId('prepare', unit),
     startToCloseTimeout: '1 hour',
     heartbeatTimeout: secs(Math.max(st.policy.stallSecs.read, st.policy.stallSecs.encode)),
     retry: { initialInterval: '1 s', backoffCoefficient: 2, maximumInterval: '30 s', maximumAttempts: 8 },
   });
 }
 
-function commitActivities(st: TableState, summary: string): Activities {
+function commitActivities(st: TableState, unit: Unit, summary: string): Activities {
   return proxyActivities<Activities>({
+    ...namedId('commit', unit),
     startToCloseTimeout: '2 hours',
     heartbeatTimeout: secs(st.policy.stallSecs.commit),
     retry: { maximumAttempts: 1 },
@@ -49,7 +66,7 @@ export function classify(err: unknown): { error: string; retryable: boolean; sta
 }
 
 export async function prepareUnit(st: TableState, unit: Unit): Promise<PolicyEvent> {
-  const acts = prepActivities(st);
+  const acts = prepActivities(st, unit);
   const table = st.table;
   try {
     switch (unit.kind) {
@@ -83,7 +100,7 @@ export function commitSummary(unit: Unit, why: string): string {
 }
 
 export async function commitUnit(st: TableState, unit: Unit, why: string): Promise<PolicyEvent> {
-  const acts = commitActivities(st, commitSummary(unit, why));
+  const acts = commitActivities(st, unit, commitSummary(unit, why));
   const table = st.table;
   try {
     let r: CommitResult;

@@ -61,7 +61,7 @@ function detailsMarkdown(st: TableState, nowMs: number): string {
     '',
     v.turn ? `**turn:** ${v.turn.unitId} for ${v.turn.sinceSecs} s (${v.turn.why})` : '**turn:** free',
   ];
-  if (v.preparing.length) lines.push('', `**preparing:** ${v.preparing.map((p) => `${p.unitId} (${p.phase ?? 'starting'})`).join(', ')}`);
+  if (v.preparing.length) lines.push('', `**preparing:** ${v.preparing.map((p) => p.unitId).join(', ')} (progress: pending activities)`);
   if (v.queue.length) lines.push('', '**queue:**', ...v.queue.slice(0, 10).map((q) => `- ${q.unitId} class ${q.class}, ${q.waitedSecs} s: ${q.reason}`));
   return lines.join('\n');
 }

@@ -45,7 +45,7 @@ export async function dev(p: Parsed): Promise<void> {
   for (let i = 0; i < workerCount; i++) {
     const { worker, connection } = await createWorker({
       ...config.temporal,
-      deps: { dataRoot: config.dataRoot },
+      deps: { dataRoot: config.dataRoot, prepareCheckpointSecs: config.worker.prepareCheckpointSecs },
       maxConcurrentActivities: config.worker.maxConcurrentActivities,
       shutdownGraceSecs: config.worker.shutdownGraceSecs,
       identity: `turnstile-dev-${process.pid}-${i}`,

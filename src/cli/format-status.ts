@@ -1,5 +1,18 @@
 import type { StatusView } from '../../workflows/messages';
 
+type Preparing = StatusView['preparing'][number];
+
+/** "merge/s0 read: filesRead 12, rowsRead 120000 (attempt 2, heartbeat 1.2 s ago)" */
+function preparingLine(u: Preparing): string {
+  if (!u.phase) return `${u.unitId} (no progress reported yet)`;
+  const counters = Object.entries(u.progress ?? {})
+    .filter(([k, v]) => k !== 'phase' && typeof v === 'number')
+    .map(([k, v]) => `${k} ${String(v)}`)
+    .join(', ');
+  const extra = [u.attempt && u.attempt > 1 ? `attempt ${u.attempt}` : '', u.heartbeatAgeSecs != null ? `heartbeat ${u.heartbeatAgeSecs.toFixed(1)} s ago` : ''].filter(Boolean).join(', ');
+  return `${u.unitId} ${u.phase}${counters ? `: ${counters}` : ''}${extra ? ` (${extra})` : ''}`;
+}
+
 /** Human-readable `turnstile status NAME`. */
 export function formatStatus(s: StatusView): string {
   const lines = [
@@ -8,7 +21,7 @@ export function formatStatus(s: StatusView): string {
     'shards:',
     ...s.shards.map((sh) => `  ${sh.shard}  sealed ${sh.sealedThroughSeq}  merged ${sh.mergedThroughSeq}${sh.heldReason ? `  HELD: ${sh.heldReason}` : ''}`),
   ];
-  if (s.preparing.length) lines.push('preparing:', ...s.preparing.map((u) => `  ${u.unitId} (${u.phase ?? 'starting'})`));
+  if (s.preparing.length) lines.push('preparing:', ...s.preparing.map((u) => `  ${preparingLine(u)}`));
   if (s.queue.length) lines.push('queue:', ...s.queue.map((q) => `  ${q.unitId}  class ${q.class}  waited ${q.waitedSecs} s  ${q.reason}`));
   const c = s.counters;
   lines.push(`turns: ${Object.entries(c.turns).map(([k, n]) => `${k} ${n}`).join(', ')}  stalls ${c.stalls}  retries ${c.retries}`);

@@ -8,7 +8,7 @@ export async function worker(p: Parsed): Promise<void> {
   const config = readConfig();
   const { worker, connection } = await createWorker({
     ...config.temporal,
-    deps: { dataRoot: config.dataRoot },
+    deps: { dataRoot: config.dataRoot, prepareCheckpointSecs: config.worker.prepareCheckpointSecs },
     maxConcurrentActivities: config.worker.maxConcurrentActivities,
     shutdownGraceSecs: config.worker.shutdownGraceSecs,
   });

@@ -6,6 +6,7 @@ import * as msg from '../../workflows/messages';
 import type { StatusView } from '../../workflows/messages';
 import { tableWorkflow, type TableWorkflowArgs } from '../../workflows';
 import type { Policy } from '../policy/types';
+import { withPreparationProgress, type PendingActivity } from './preparation-progress';
 
 // The client side of a table: every call validates its input with the same schemas
 // the workflow uses, so bad input fails here with one line and nothing is sent.
@@ -51,8 +52,21 @@ export class TableClient {
     });
   }
 
+  /** The workflow's state, with each preparation's last heartbeat joined in. */
   async status(table: string): Promise<StatusView> {
-    return this.handle(table).query(msg.state);
+    const handle = this.handle(table);
+    const [view, description] = await Promise.all([handle.query(msg.state), handle.describe()]);
+    const converter = this.client.options.loadedDataConverter.payloadConverter;
+    const pending: PendingActivity[] = (description.raw.pendingActivities ?? []).map((a) => {
+      const first = a.heartbeatDetails?.payloads?.[0];
+      return {
+        activityId: a.activityId ?? '',
+        details: first ? converter.fromPayload(first) : null,
+        attempt: a.attempt ?? 1,
+        lastHeartbeatMs: a.lastHeartbeatTime ? Number(a.lastHeartbeatTime.seconds ?? 0) * 1000 + Math.floor((a.lastHeartbeatTime.nanos ?? 0) / 1e6) : null,
+      };
+    });
+    return withPreparationProgress(view, pending, Date.now());
   }
 
   async bump(table: string, req: BumpRequest): Promise<void> {

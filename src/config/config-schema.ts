@@ -20,6 +20,7 @@ export const configSchema = z
       .object({
         maxConcurrentActivities: z.number().int().min(1, { message: 'must be an integer in [1, 256]' }).max(256, { message: 'must be an integer in [1, 256]' }).default(8),
         shutdownGraceSecs: z.number().int().min(0, { message: 'must be an integer in [0, 600]' }).max(600, { message: 'must be an integer in [0, 600]' }).default(30),
+        prepareCheckpointSecs: z.number().min(0, { message: 'must be a number in [0, 3600]' }).max(3600, { message: 'must be a number in [0, 3600]' }).default(10),
       })
       .strict()
       .default({}),
@@ -30,7 +31,7 @@ export const configSchema = z
 export interface Config {
   temporal: { address: string; namespace: string; taskQueue: string };
   dataRoot: string;
-  worker: { maxConcurrentActivities: number; shutdownGraceSecs: number };
+  worker: { maxConcurrentActivities: number; shutdownGraceSecs: number; prepareCheckpointSecs: number };
   policy: Policy;
 }
 

@@ -148,11 +148,6 @@ export function applyEvent(state: TableState, e: PolicyEvent, nowMs: number): vo
       return endSnapshot(state, nowMs);
     case 'snapshotFailed':
       return endSnapshot(state, nowMs);
-    case 'progress': {
-      const u = findUnit(state, e.unitId);
-      if (u) u.phase = e.phase;
-      return;
-    }
     case 'prepared':
       return onPrepared(state, e, nowMs);
     case 'prepareFailed':

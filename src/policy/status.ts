@@ -15,6 +15,18 @@ export interface QueueEntry {
   reason: string;
 }
 
+export interface PreparingEntry {
+  unitId: string;
+  kind: Kind;
+  reservedBytes: number;
+  phase: Phase | null;
+  /** The last heartbeat's details, e.g. {phase: 'read', filesRead, rowsRead}. */
+  progress?: Record<string, unknown> | null;
+  attempt?: number;
+  /** Seconds since the last heartbeat reached the server (null: none yet). */
+  heartbeatAgeSecs?: number | null;
+}
+
 export interface StatusView {
   table: string;
   version: number;
@@ -24,7 +36,11 @@ export interface StatusView {
   backlog: number;
   shards: { shard: string; sealedThroughSeq: number; mergedThroughSeq: number; heldReason: string | null }[];
   turn: { unitId: string; kind: Kind; sinceSecs: number; why: string } | null;
-  preparing: { unitId: string; kind: Kind; reservedBytes: number; phase: Phase | null }[];
+  /**
+   * phase (and progress, attempt) come from the preparation's last heartbeat, which the
+   * workflow never sees: the client fills them in from describe() (see table-client.ts).
+   */
+  preparing: PreparingEntry[];
   queue: QueueEntry[];
   counters: Counters;
 }
@@ -91,7 +107,7 @@ export function statusView(state: TableState, nowMs: number): StatusView {
       : null,
     preparing: state.units
       .filter((u) => u.state === 'preparing')
-      .map((u) => ({ unitId: u.id, kind: u.kind, reservedBytes: u.reservedBytes, phase: u.phase })),
+      .map((u) => ({ unitId: u.id, kind: u.kind, reservedBytes: u.reservedBytes, phase: null })),
     queue: [...queuedReasons(state, nowMs), ...blockedCreations(state, nowMs)],
     counters: { ...c, turns: { ...c.turns }, maxTurnWaitSecs: { ...c.maxTurnWaitSecs } },
   };

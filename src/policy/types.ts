@@ -72,8 +72,6 @@ export interface Unit {
   commitAttempts: number;
   /** Opaque result of preparation, handed to the commit activity. */
   prepared: unknown;
-  /** Last progress phase reported (for status). */
-  phase: Phase | null;
   reservedBytes: number;
   /** Last failure of this unit (shown in status while it backs off). */
   lastError: string | null;
@@ -134,7 +132,6 @@ export type PolicyEvent =
   | { type: 'demand'; shard: string; sealedThroughSeq: number; revision: number }
   | { type: 'snapshot'; revision: number; shards: { shard: string; sealedThroughSeq: number; revision: number }[] }
   | { type: 'snapshotFailed'; error: string }
-  | { type: 'progress'; unitId: string; phase: Phase }
   | { type: 'prepared'; unitId: string; needsCommit: boolean; prepared: unknown; reservedBytes?: number; attempts: number }
   | { type: 'prepareFailed'; unitId: string; error: string; retryable: boolean; stalled: boolean }
   | { type: 'committed'; unitId: string; version: number; rows?: number; attempts: number }

@@ -65,7 +65,6 @@ export function newUnit(w: Wanted, nowMs: number): Unit {
     notBeforeMs: null,
     commitAttempts: 0,
     prepared: null,
-    phase: null,
     reservedBytes: 0,
     lastError: null,
   };

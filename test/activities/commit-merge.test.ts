@@ -95,7 +95,7 @@ describe('commitMerge', () => {
   it('skips an empty prepared batch without creating a version', async () => {
     await sealMany(f, 's0', 1, 10, [0, 99]);
     const { version } = await prepareAndCommit(f, 's0', 1, 1);
-    const empty = { shard: 's0', fromSeq: 2, toSeq: 2, preparedPath: null, rows: 0, bytes: 0, attempt: 1, resumedFromFile: 0 };
+    const empty = { shard: 's0', fromSeq: 2, toSeq: 2, preparedPath: null, rows: 0, bytes: 0, attempt: 1, resumedFromFile: 0, resumedVia: null } as const;
     expect(await commit(empty)).toEqual({ version, rows: 0 });
   });
 

@@ -95,7 +95,7 @@ describe('prepareMerge', () => {
     const first = await run(f.acts.prepareMerge, [input(1, 4)]);
     const r = start(f.acts.prepareMerge, [input(1, 4)], { attempt: 2, heartbeatDetails: { phase: 'encode', bytesWritten: 0 } });
     const again = await r.result;
-    expect(again).toEqual({ ...first, attempt: 2, resumedFromFile: 4 });
+    expect(again).toEqual({ ...first, attempt: 2, resumedFromFile: 4, resumedVia: 'batch' });
     expect(r.heartbeats).toEqual([{ phase: 'encode', bytesWritten: first.bytes }]);
   });
 
@@ -116,12 +116,24 @@ describe('prepareMerge', () => {
       a1.env.cancel();
       await expect(a1.result).rejects.toThrow();
       const last = a1.heartbeats.at(-1);
-      expect(last).toMatchObject({ phase: 'read', filesRead: 3 });
+      // The checkpoint after file 3 was not written yet (it follows the freeze point).
+      expect(last).toMatchObject({ phase: 'read', filesRead: 3, checkpointThroughSeq: 2 });
       const r2 = start(acts.prepareMerge, [{ table: cf.table, key: 'id', shard: 's0', fromSeq: 1, toSeq: 5 }], { attempt: 2, heartbeatDetails: last });
       const a2 = await r2.result;
-      // The checkpoint after file 3 was not written yet (it follows the freeze point), so 2 files are skipped.
-      expect(a2.resumedFromFile).toBe(2);
-      expect(r2.heartbeats[0]).toMatchObject({ phase: 'read', filesRead: 3 });
+      expect([a2.resumedFromFile, a2.resumedVia]).toEqual([2, 'heartbeat']);
+      expect(r2.heartbeats[0]).toMatchObject({ phase: 'read', filesRead: 3, checkpointThroughSeq: 2 });
+
+      // The details decide, not the directory: naming the older checkpoint resumes there.
+      fs.rmSync(a2.preparedPath!);
+      const older = start(acts.prepareMerge, [{ table: cf.table, key: 'id', shard: 's0', fromSeq: 1, toSeq: 5 }], { attempt: 3, heartbeatDetails: { phase: 'read', filesRead: 1, rowsRead: 30, checkpointThroughSeq: 1 } });
+      expect(await older.result).toMatchObject({ resumedFromFile: 1, resumedVia: 'heartbeat', rows: a2.rows });
+      // Without usable details (the worker died before its heartbeat reached the server)
+      // the newest valid checkpoint on disk is used.
+      fs.rmSync(a2.preparedPath!);
+      const lost = start(acts.prepareMerge, [{ table: cf.table, key: 'id', shard: 's0', fromSeq: 1, toSeq: 5 }], { attempt: 4, heartbeatDetails: { phase: 'read', filesRead: 3, rowsRead: 90, checkpointThroughSeq: 9 } });
+      const a4 = await lost.result;
+      expect(a4.resumedVia).toBe('scan');
+      expect(a4.resumedFromFile).toBeGreaterThanOrEqual(3);
       const fresh = await makeFixture({ shards: 2 });
       try {
         await sealMany(fresh, 's0', 5, 30);

@@ -115,6 +115,34 @@ test('frozen progress in prepareMerge is detected within stallSecs + one heartbe
   await recordHistory(hh.client, handle, 'stall-prepare');
 });
 
+test('a preparation retried after a stall resumes from the checkpoint its last heartbeat named; status shows its progress', async () => {
+  let reads = 0;
+  // Attempt 1 checkpoints after every file and freezes after reading its third.
+  const freeze = freezeFirst((p) => p.activity === 'prepareMerge' && p.phase === 'read' && (p.attempt > 1 || ++reads >= 3));
+  const hh = await startHarness({ name: 'resume', deps: { prepareCheckpointSecs: 0, faults: { freezeProgress: freeze.hook } } });
+  harnesses.push(hh);
+  const { table, writer, handle } = await newTable(hh, 'resume', 1, { ...QUIET, stallSecs: { read: 2, encode: 2, commit: 30 } });
+  const load = new Load(writer, { rowsPerGeneration: 300, keySpan: 3000, pauseMs: 0 });
+  // Four generations in one merge unit: merges are paused while they are sealed.
+  await hh.tables.pause(table, { kind: 'merge' });
+  await eventually(async () => (await hh.tables.status(table)).pausedKinds.includes('merge'), 'pause applied');
+  for (let i = 0; i < 4; i++) await load.writeOne('s0');
+  await hh.tables.resume(table, { kind: 'merge' });
+
+  // While frozen, status joins in the preparation's last heartbeat.
+  const seen = await eventually(async () => {
+    const p = (await hh.tables.status(table)).preparing.find((u) => u.unitId === 'merge/s0');
+    return p?.progress?.filesRead === 3 ? p : null;
+  }, 'the frozen preparation in status');
+  expect(seen).toMatchObject({ phase: 'read', attempt: 1, progress: { phase: 'read', filesRead: 3, rowsRead: 900, checkpointThroughSeq: 2 } });
+
+  await expectExact(hh, table, load, ['s0']);
+  const prepared = (await activityRuns(handle)).filter((r) => r.type === 'prepareMerge' && r.outcome === 'completed');
+  expect(prepared).toHaveLength(1);
+  expect(prepared[0]!.result).toMatchObject({ fromSeq: 1, toSeq: 4, attempt: 2, resumedFromFile: 2, resumedVia: 'heartbeat' });
+  await recordHistory(hh.client, handle, 'resume-from-heartbeat');
+});
+
 test('frozen progress in commitMerge is detected, releases the turn, and the unit is retried exactly once in effect', async () => {
   const stallSecs = 2;
   const freeze = freezeFirst((p) => p.activity === 'commitMerge' && p.phase === 'commit');

@@ -112,11 +112,10 @@ describe('units and preparation', () => {
     expect(d.state.dueAtMs.optimize).toBe(60_000);
   });
 
-  it('progress sets the phase shown in status', () => {
+  it('status lists preparing units; their phase is left to the client (heartbeats)', () => {
     const d = new Driver(quietTable());
     d.send(demand('s0', 1));
-    d.send({ type: 'progress', unitId: 'merge/s0', phase: 'encode' });
-    expect(statusView(d.state, 0).preparing).toEqual([{ unitId: 'merge/s0', kind: 'merge', reservedBytes: 0, phase: 'encode' }]);
+    expect(statusView(d.state, 0).preparing).toEqual([{ unitId: 'merge/s0', kind: 'merge', reservedBytes: 0, phase: null }]);
   });
 });
 

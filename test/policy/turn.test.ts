@@ -22,7 +22,6 @@ describe('the turn', () => {
       prepared('gc'),
       { type: 'commitFailed' as const, unitId: 'merge/s1', error: 'x', retryable: false, stalled: false },
       { type: 'prepareFailed' as const, unitId: 'merge/s0', error: 'x', retryable: false, stalled: true },
-      { type: 'progress' as const, unitId: 'ghost', phase: 'read' as const },
     ]) {
       const r = step(d.state, ev, 2000);
       expect(r.state).toStrictEqual(calm);

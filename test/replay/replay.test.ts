@@ -9,10 +9,14 @@ import { HISTORIES_DIR } from '../support/record-history';
 // Histories recorded from the integration tests (TURNSTILE_RECORD_HISTORIES=1) are
 // replayed against the current workflow code: a change in command order fails here.
 
-const files = fs.existsSync(HISTORIES_DIR) ? fs.readdirSync(HISTORIES_DIR).filter((f) => f.endsWith('.json')).sort() : [];
+const files = fs.existsSync(HISTORIES_DIR)
+  ? (fs.readdirSync(HISTORIES_DIR, { recursive: true }) as string[]).filter((f) => f.endsWith('.json')).sort()
+  : [];
 
 test('recorded histories are checked in', () => {
   expect(files.length).toBeGreaterThanOrEqual(5);
+  // Both generations: runs recorded before the named-activity-ids patch and after it.
+  expect(new Set(files.map((f) => path.dirname(f))).size).toBeGreaterThanOrEqual(2);
 });
 
 test('every recorded history replays without nondeterminism', async () => {

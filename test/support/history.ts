@@ -1,4 +1,5 @@
 import type { WorkflowHandle } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 
 const E = temporal.api.enums.v1.EventType;
@@ -14,6 +15,8 @@ export interface ActivityRun {
   scheduledEventId: number;
   closedEventId: number | null;
   outcome: 'completed' | 'failed' | 'timedOut' | 'canceled' | null;
+  /** The decoded result, when it completed. */
+  result?: unknown;
 }
 
 const ms = (t: { seconds?: unknown; nanos?: number | null } | null | undefined): number =>
@@ -62,6 +65,8 @@ export async function activityRuns(handle: WorkflowHandle): Promise<ActivityRun[
       const r = byId.get(Number(attrs.scheduledEventId));
       if (!r) continue;
       Object.assign(r, { closedAtMs: at, closedEventId: id, outcome });
+      const payload = e.activityTaskCompletedEventAttributes?.result?.payloads?.[0];
+      if (payload) r.result = defaultPayloadConverter.fromPayload(payload);
       closedUnseen.push(r);
     }
   }

@@ -4,15 +4,21 @@ import type { Client, WorkflowHandle } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 
 export const HISTORIES_DIR = path.resolve(__dirname, '..', 'histories');
+/**
+ * One folder per generation of workflow code: when a change needs a `patched()` gate,
+ * the histories of the previous generation stay checked in (they prove old runs still
+ * replay) and new recordings go to a new folder.
+ */
+export const RECORD_DIR = path.join(HISTORIES_DIR, '2-named-activity-ids');
 
 /**
  * With TURNSTILE_RECORD_HISTORIES=1, saves the workflow's history (every run of it, in
- * order) under test/histories/<name>-<n>.json for the replay test. Recording is opt-in so
+ * order) under test/histories/<generation>/<name>-<n>.json for the replay test. Recording is opt-in so
  * an ordinary test run never rewrites checked-in files.
  */
 export async function recordHistory(client: Client, handle: WorkflowHandle, name: string): Promise<void> {
   if (process.env.TURNSTILE_RECORD_HISTORIES !== '1') return;
-  fs.mkdirSync(HISTORIES_DIR, { recursive: true });
+  fs.mkdirSync(RECORD_DIR, { recursive: true });
   let runId: string | undefined = (await handle.describe()).runId;
   // Walk back from the latest run through continue-as-new links.
   const runs: string[] = [];
@@ -25,6 +31,6 @@ export async function recordHistory(client: Client, handle: WorkflowHandle, name
   }
   for (const [i, id] of runs.entries()) {
     const h = await client.workflow.getHandle(handle.workflowId, id).fetchHistory();
-    fs.writeFileSync(path.join(HISTORIES_DIR, `${name}-${i + 1}.json`), historyToJSON(h));
+    fs.writeFileSync(path.join(RECORD_DIR, `${name}-${i + 1}.json`), historyToJSON(h));
   }
 }
