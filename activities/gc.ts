@@ -7,6 +7,7 @@ import { GENERATION_NAME, isDeletableFile, isTempFile, TEMP_MIN_AGE_MS } from '.
 import { raiseGcFloor } from '../src/storage/gc-floor';
 import { ProgressReporter } from './progress';
 import { readTableMeta } from '../src/storage/table-meta';
+import { checksumFile } from '../src/storage/arrow';
 
 // Deletes exactly the planned files, under the turn: removing a Lance data/.tmp* file
 // is only safe when no writer of the base table runs, and the turn guarantees that.
@@ -53,6 +54,8 @@ export function makeGc(deps: ActivityDeps) {
         // A temp file young again would be a live writer's: leave it.
         if (st && st.isFile() && !(temp && Date.now() - st.mtimeMs < TEMP_MIN_AGE_MS)) {
           await fs.rm(f, { force: true });
+          // The sidecar goes after its file, so no file is ever left without one.
+          if (!temp) await fs.rm(checksumFile(f), { force: true });
           deleted++;
           bytesFreed += st.size;
         }

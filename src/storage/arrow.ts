@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type * as ArrowNs from 'apache-arrow';
@@ -75,11 +75,37 @@ export async function writeFileAtomic(file: string, bytes: Uint8Array | string):
   await fsyncDir(path.dirname(file));
 }
 
-/** Write a table or batch as an Arrow IPC file (file format, with footer) atomically. */
+// Arrow IPC has no checksum of its own: a flipped bit inside a column decodes as a
+// different value. Every IPC file written here gets a sidecar `<file>.sha256` holding
+// the digest and length of the whole file, written (durably) before the file itself,
+// so a file that exists always has its sidecar. Readers verify when the sidecar exists;
+// files from before checksums existed have none and are only structurally checked.
+
+export const checksumFile = (file: string): string => `${file}.sha256`;
+const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
+
+/** Write a table or batch as an Arrow IPC file (file format, with footer) atomically, checksummed. */
 export async function writeIpcFileAtomic(file: string, data: ArrowTable | RecordBatch): Promise<{ bytes: number }> {
   const bytes = arrow.tableToIPC(toTable(data), 'file');
+  await writeFileAtomic(checksumFile(file), `${sha256(bytes)} ${bytes.byteLength}\n`);
   await writeFileAtomic(file, bytes);
   return { bytes: bytes.byteLength };
+}
+
+/** Problem with the file's bytes against its sidecar, or null (also when there is none). */
+async function checksumProblem(file: string, buf: Uint8Array): Promise<string | null> {
+  let text: string;
+  try {
+    text = await fs.readFile(checksumFile(file), 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+  const m = /^([0-9a-f]{64}) (\d+)\s*$/.exec(text);
+  if (!m) return `checksum file ${checksumFile(file)} is unreadable`;
+  if (Number(m[2]) !== buf.byteLength) return `${buf.byteLength} bytes where ${m[2]} were written: truncated or extended`;
+  if (sha256(buf) !== m[1]) return 'sha256 differs from the one recorded when it was written: the content changed';
+  return null;
 }
 
 /**
@@ -95,6 +121,8 @@ export async function readIpcFile(file: string): Promise<ArrowTable> {
   if (!buf.subarray(buf.byteLength - 6).equals(MAGIC)) {
     throw new CorruptArrowFileError(file, 'no trailing ARROW1 magic: truncated');
   }
+  const changed = await checksumProblem(file, buf);
+  if (changed) throw new CorruptArrowFileError(file, changed);
   let table: ArrowTable;
   try {
     table = arrow.tableFromIPC(buf);

@@ -6,6 +6,7 @@ import { readSealed } from '../../src/storage/generation-store';
 import { sealedFile, shardDir, tableLayout, TEMP_MARKER } from '../../src/storage/layout';
 import { lanceTableDir } from '../../src/storage/lance-table';
 import { readGcFloor } from '../../src/storage/gc-floor';
+import { checksumFile } from '../../src/storage/arrow';
 import { makeFixture, prepareAndCommit, run, sealMany, tableRows, type Fixture } from './helpers';
 
 let f: Fixture;
@@ -47,6 +48,9 @@ describe('gc', () => {
     expect(r.deleted).toBe(10);
     expect(r.bytesFreed).toBeGreaterThan(0);
     for (const p of [...plan.files, ...plan.tempFiles]) expect(fs.existsSync(p)).toBe(false);
+    // Checksum sidecars go with their files, and stay with the files that stay.
+    for (const p of plan.files) expect(fs.existsSync(checksumFile(p)), checksumFile(p)).toBe(false);
+    expect(fs.existsSync(checksumFile(path.join(l.prepared, 's0-4-5.arrow')))).toBe(true);
     expect(fs.existsSync(newTemp)).toBe(true);
     expect(fs.existsSync(path.join(l.prepared, 's0-4-5.arrow'))).toBe(true);
     expect(fs.existsSync(sealedFile(l, 's0'))).toBe(true);
