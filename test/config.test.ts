@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { loadConfig } from '../src/config/config-schema';
-import { applyOverride, defaultPolicy, parsePolicy, POLICY_DOCS } from '../src/config/policy-schema';
+import { applyOverride, combineOverrides, defaultPolicy, parsePolicy, POLICY_DOCS } from '../src/config/policy-schema';
 
 describe('policy schema', () => {
   test('every key has a default and documentation', () => {
@@ -28,6 +28,17 @@ describe('policy schema', () => {
     const r = applyOverride(defaultPolicy(), { softBacklog: 5000 });
     expect(r).toEqual({ ok: false, error: 'hardBacklog: must be greater than softBacklog (5000)' });
   });
+});
+
+test('overrides combine key by key, the later winning, per-kind maps merged', () => {
+  const combined = combineOverrides({ maxTurnWaitSecs: { optimize: 7 }, softBacklog: 2 }, { maxTurnWaitSecs: { merge: 45 }, softBacklog: 3 });
+  expect(combined).toEqual({ maxTurnWaitSecs: { optimize: 7, merge: 45 }, softBacklog: 3 });
+  expect(combineOverrides(undefined, { hardBacklog: 9 })).toEqual({ hardBacklog: 9 });
+  // Layering the combination equals layering the two in turn.
+  const a = applyOverride(defaultPolicy(), combined);
+  const b1 = applyOverride(defaultPolicy(), { maxTurnWaitSecs: { optimize: 7 }, softBacklog: 2 });
+  const b = b1.ok ? applyOverride(b1.policy, { maxTurnWaitSecs: { merge: 45 }, softBacklog: 3 }) : b1;
+  expect(a).toEqual(b);
 });
 
 describe('config loader', () => {

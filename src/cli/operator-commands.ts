@@ -3,6 +3,8 @@ import { validateTableName } from '../names';
 import { int, onlyFlags, positional, required, str, UsageError, type Parsed } from './args';
 import { readConfig, readJsonFile, tableClient } from './context';
 import { formatStatus } from './format-status';
+import { savePolicyOverride } from '../storage/table-meta';
+import type { PolicyOverride } from '../config/policy-schema';
 
 // Operator commands: status, bump, pause, resume, policy, wait-merged.
 
@@ -71,6 +73,8 @@ export async function policy(p: Parsed): Promise<void> {
   const next = await withTables((t) => t.setPolicy(name, override as object)).catch((e: Error & { cause?: Error }) => {
     throw new UsageError(`policy: ${(e.cause?.message ?? e.message).split('\n')[0]}`);
   });
+  // Accepted: table.json keeps it too, so a workflow started afresh begins with it.
+  await savePolicyOverride(readConfig().dataRoot, name, override as PolicyOverride);
   console.log(JSON.stringify(next, null, 2));
 }
 

@@ -91,12 +91,22 @@ export function applyOverride(base: Policy, override: unknown): PolicyResult {
   if (override === null || typeof override !== 'object' || Array.isArray(override)) {
     return { ok: false, error: 'policy: must be a JSON object' };
   }
-  const merged: Record<string, unknown> = { ...base };
-  for (const [k, v] of Object.entries(override as Record<string, unknown>)) {
-    const cur = (base as unknown as Record<string, unknown>)[k];
+  return parsePolicy(layer(base as unknown as Record<string, unknown>, override as Record<string, unknown>));
+}
+
+/** `over` on top of `under`, one level deep: per-kind maps merge key by key. */
+function layer(under: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const merged: Record<string, unknown> = { ...under };
+  for (const [k, v] of Object.entries(over)) {
+    const cur = under[k];
     merged[k] = cur && typeof cur === 'object' && v && typeof v === 'object' && !Array.isArray(v) ? { ...cur, ...v } : v;
   }
-  return parsePolicy(merged);
+  return merged;
+}
+
+/** Two overrides as one (the later wins key by key), e.g. table.json's plus a `policy --set`. */
+export function combineOverrides(earlier: PolicyOverride | undefined, later: PolicyOverride): PolicyOverride {
+  return layer((earlier ?? {}) as Record<string, unknown>, later as Record<string, unknown>) as PolicyOverride;
 }
 
 export const defaultPolicy = (): Policy => (policySchema.parse({}) as Policy);

@@ -1,13 +1,14 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { IndexSpec } from '../../activities/contract';
-import type { PolicyOverride } from '../config/policy-schema';
+import { combineOverrides, type PolicyOverride } from '../config/policy-schema';
 import { SEQ_COLUMN, validateColumnName, validateShardName, validateTableName } from '../names';
-import { tempPathFor, fsyncDir } from './arrow';
+import { tempPathFor, fsyncDir, writeFileAtomic } from './arrow';
+import { withFileLock } from './file-lock';
 import { shardDir, tableLayout } from './layout';
 
-// table.json: what a table is (key, shards, configured indices). Written once, when
-// the table is created; it is the marker that the table exists.
+// table.json: what a table is (key, shards, configured indices, policy override).
+// Created once (it is the marker that the table exists); only the policy changes later.
 
 export interface TableMeta {
   name: string;
@@ -15,8 +16,9 @@ export interface TableMeta {
   shards: string[];
   indices: IndexSpec[];
   /**
-   * The per-table policy override given at creation. The running workflow owns the live
-   * policy (`turnstile policy --set`); this is what a workflow started afresh begins with.
+   * The per-table policy override: given at creation, then every accepted
+   * `turnstile policy --set` layered on top. The running workflow owns the live policy;
+   * this is what a workflow started afresh (after a terminate) begins with.
    */
   policy?: PolicyOverride;
 }
@@ -107,4 +109,15 @@ export async function listTables(root: string): Promise<string[]> {
     if (exists) found.push(name);
   }
   return found.sort();
+}
+
+/** Layers an accepted policy override onto table.json's, atomically; returns the combined override. */
+export async function savePolicyOverride(root: string, table: string, override: PolicyOverride): Promise<PolicyOverride> {
+  const l = tableLayout(root, table);
+  return withFileLock(path.join(l.meta, 'table.lock'), async () => {
+    const meta = await readTableMeta(root, table);
+    const policy = combineOverrides(meta.policy, override);
+    await writeFileAtomic(l.tableFile, `${JSON.stringify({ ...meta, policy }, null, 2)}\n`);
+    return policy;
+  });
 }

@@ -82,6 +82,21 @@ test('create, write, wait-merged, status --json, pause/resume and list through t
   const list = JSON.parse((await turnstile('table', 'list', '--json')).stdout) as { table: string; workflow: string }[];
   expect(list.find((t) => t.table === name)).toMatchObject({ workflow: 'running' });
   expect((await turnstile('status', name)).stdout).toMatch(new RegExp(`^table ${name} `));
+
+  // policy --set changes the live policy and is kept in table.json on top of the
+  // create-time override, so a workflow started afresh after a terminate has it too.
+  const setFile = path.join(h.dataRoot, `${name}-set.json`);
+  fs.writeFileSync(setFile, JSON.stringify({ maxTurnWaitSecs: { merge: 45 }, softBacklog: 3 }));
+  const set = await turnstile('policy', name, '--set', setFile);
+  expect(set.code, set.stderr).toBe(0);
+  expect(JSON.parse(set.stdout)).toMatchObject({ softBacklog: 3, maxTurnWaitSecs: { merge: 45, optimize: 7 } });
+  const meta = JSON.parse(fs.readFileSync(path.join(h.dataRoot, '_turnstile', name, 'table.json'), 'utf8'));
+  expect(meta.policy).toEqual({ maxTurnWaitSecs: { optimize: 7, merge: 45 }, softBacklog: 3 });
+  await h.client.workflow.getHandle(`table/${name}`).terminate('cli test: start afresh');
+  expect((await turnstile('write', name, '--shard', 's0', '--rows', '10', '--keys', '0..400')).code).toBe(0);
+  const fresh = JSON.parse((await turnstile('status', name, '--json')).stdout);
+  expect(fresh.policy.maxTurnWaitSecs).toEqual({ merge: 45, optimize: 7, index: 300, gc: 600 });
+  expect(fresh.policy.softBacklog).toBe(3);
 });
 
 test('bad input exits non-zero with one line naming the field and the accepted range', async () => {
