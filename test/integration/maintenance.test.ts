@@ -14,6 +14,7 @@ import { readTableRows } from '../support/lance-read';
 import { Load } from '../support/load';
 import { activityRuns } from '../support/history';
 import { recordHistory } from '../support/record-history';
+import { expectMergedExactly } from '../support/expect-exact';
 
 // Real maintenance on real Lance tables through the real server: exact content at
 // scale, stalls detected from progress (not liveness), corrupt generations held.
@@ -40,16 +41,7 @@ async function newTable(hh: Harness, prefix: string, shards: number, policy: Pol
   return { table, meta, writer: await TableWriter.open(hh.tables, hh.dataRoot, table), handle: hh.tables.handle(table) };
 }
 
-async function expectExact(hh: Harness, table: string, load: Load, shards: string[]) {
-  const waiter = new MergeWaiter(hh.client);
-  await Promise.all(shards.map((s) => waiter.wait(table, s, load.sealedThrough(s))));
-  const model = load.model();
-  const { count, rows } = await readTableRows(hh.dataRoot, table);
-  expect(count).toBe(model.size);
-  let mismatches = 0;
-  for (const [k, want] of model) if (JSON.stringify(rows.get(k)) !== JSON.stringify(want)) mismatches++;
-  expect(mismatches).toBe(0);
-}
+const expectExact = expectMergedExactly;
 
 test('4 shards, 52 generations, 104k rows: the table equals newest-seq-wins row for row', async () => {
   const { table, meta } = await newTable(h, 'big', 4, QUIET);

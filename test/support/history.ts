@@ -6,6 +6,9 @@ const E = temporal.api.enums.v1.EventType;
 
 export interface ActivityRun {
   type: string;
+  activityId: string;
+  /** Identity of the worker whose attempt closed it (the last attempt's). */
+  startedBy: string | null;
   scheduledAtMs: number;
   closedAtMs: number | null;
   /** Workflow time of the task that scheduled it: when the core granted the turn. */
@@ -42,6 +45,8 @@ export async function activityRuns(handle: WorkflowHandle): Promise<ActivityRun[
     if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) {
       const r: ActivityRun = {
         type: e.activityTaskScheduledEventAttributes!.activityType!.name!,
+        activityId: e.activityTaskScheduledEventAttributes!.activityId ?? '',
+        startedBy: null,
         scheduledAtMs: at,
         closedAtMs: null,
         decidedAtMs: taskStartedAtMs,
@@ -52,6 +57,12 @@ export async function activityRuns(handle: WorkflowHandle): Promise<ActivityRun[
       };
       byId.set(id, r);
       runs.push(r);
+      continue;
+    }
+    const started = e.activityTaskStartedEventAttributes;
+    if (started) {
+      const r = byId.get(Number(started.scheduledEventId));
+      if (r) r.startedBy = started.identity ?? null;
       continue;
     }
     const close: [ActivityRun['outcome'], { scheduledEventId?: unknown } | null | undefined][] = [
