@@ -9,6 +9,8 @@ export interface ActivityRun {
   activityId: string;
   /** Identity of the worker whose attempt closed it (the last attempt's). */
   startedBy: string | null;
+  /** How the attempt before the last one ended, when there was one: 'timeout' or 'failure'. */
+  previousAttempt: 'timeout' | 'failure' | null;
   scheduledAtMs: number;
   closedAtMs: number | null;
   /** Workflow time of the task that scheduled it: when the core granted the turn. */
@@ -47,6 +49,7 @@ export async function activityRuns(handle: WorkflowHandle): Promise<ActivityRun[
         type: e.activityTaskScheduledEventAttributes!.activityType!.name!,
         activityId: e.activityTaskScheduledEventAttributes!.activityId ?? '',
         startedBy: null,
+        previousAttempt: null,
         scheduledAtMs: at,
         closedAtMs: null,
         decidedAtMs: taskStartedAtMs,
@@ -62,7 +65,11 @@ export async function activityRuns(handle: WorkflowHandle): Promise<ActivityRun[
     const started = e.activityTaskStartedEventAttributes;
     if (started) {
       const r = byId.get(Number(started.scheduledEventId));
-      if (r) r.startedBy = started.identity ?? null;
+      if (r) {
+        r.startedBy = started.identity ?? null;
+        const lf = started.lastFailure;
+        r.previousAttempt = lf ? (lf.timeoutFailureInfo ? 'timeout' : 'failure') : null;
+      }
       continue;
     }
     const close: [ActivityRun['outcome'], { scheduledEventId?: unknown } | null | undefined][] = [
