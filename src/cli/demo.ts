@@ -28,7 +28,7 @@ export async function runDemo(config: Config, signal: AbortSignal, generations =
     const writer = await TableWriter.open(tables, config.dataRoot, 'demo');
     const seen = new Map<string, number>();
     const watch = async () => {
-      const s = await tables.status('demo').catch(() => null);
+      const s = await tables.state('demo').catch(() => null);
       if (!s) return;
       for (const sh of s.shards) {
         if ((seen.get(sh.shard) ?? 0) < sh.mergedThroughSeq) {
@@ -49,7 +49,7 @@ export async function runDemo(config: Config, signal: AbortSignal, generations =
     }
     for (let i = 0; i < 20 && !signal.aborted; i++) {
       await watch();
-      const s = await tables.status('demo').catch(() => null);
+      const s = await tables.state('demo').catch(() => null);
       if (s && s.backlog === 0 && s.shards.every((sh) => sh.mergedThroughSeq > 0)) break;
       await sleep(1000, signal);
     }

@@ -52,10 +52,15 @@ export class TableClient {
     });
   }
 
-  /** The workflow's state, with each preparation's last heartbeat joined in. */
+  /** The workflow's own state (one query): what writers poll for their pressure. */
+  async state(table: string): Promise<StatusView> {
+    return this.handle(table).query(msg.state);
+  }
+
+  /** The state for operators: with each preparation's last heartbeat joined in (query + describe). */
   async status(table: string): Promise<StatusView> {
     const handle = this.handle(table);
-    const [view, description] = await Promise.all([handle.query(msg.state), handle.describe()]);
+    const [view, description] = await Promise.all([this.state(table), handle.describe()]);
     const converter = this.client.options.loadedDataConverter.payloadConverter;
     const pending: PendingActivity[] = (description.raw.pendingActivities ?? []).map((a) => {
       const first = a.heartbeatDetails?.payloads?.[0];

@@ -37,7 +37,7 @@ export class TableWriter {
   /** Asks the table for its pressure now (a query); used before the first seal. */
   async refreshPressure(): Promise<WritePressure | undefined> {
     try {
-      const s = await this.tables.status(this.meta.name);
+      const s = await this.tables.state(this.meta.name);
       this.pressure = s.pressure;
     } catch {
       this.pressure = undefined; // no workflow yet: nothing to wait for
