@@ -48,8 +48,10 @@ function commitActivities(st: TableState, unit: Unit, summary: string): Activiti
   });
 }
 
+// A snapshot is a quick scan with no progress to report: a worker that dies
+// holding one is noticed by startToCloseTimeout, so it is kept short.
 const quick = proxyActivities<Activities>({
-  startToCloseTimeout: '5 minutes',
+  startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 s', maximumInterval: '30 s', maximumAttempts: 5 },
 });
 

@@ -55,7 +55,12 @@ async function killWorkerMidActivity(handle: WorkflowHandle): Promise<Victim> {
     const victim = await eventually(async () => {
       const d = await handle.describe();
       const a = (d.raw.pendingActivities ?? []).find(
-        (p) => p.lastWorkerIdentity && !p.lastWorkerIdentity.startsWith(mine) && p.state === PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
+        (p) =>
+          p.lastWorkerIdentity &&
+          !p.lastWorkerIdentity.startsWith(mine) &&
+          p.state === PendingActivityState.PENDING_ACTIVITY_STATE_STARTED &&
+          // A unit's activity (a snapshot has no heartbeat and would only time out later).
+          ['prepareMerge', 'commitMerge'].includes(p.activityType?.name ?? ''),
       );
       return a ? { activityId: a.activityId!, type: a.activityType?.name ?? '?', worker: a.lastWorkerIdentity! } : null;
     }, 'an activity running on the other worker', 60_000, 10);
