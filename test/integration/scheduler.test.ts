@@ -1,3 +1,4 @@
+import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createTableMeta, sealGeneration } from '../../src/storage/generation-store';
 import { generateRows } from '../../src/writer';
@@ -249,10 +250,11 @@ for (const cut of ['commitMerge', 'prepareMerge'] as const) {
       const { table, writer, handle } = await newTable('graceful', { ...QUIET, stallSecs: { read: 120, encode: 120, commit: 120 }, commitRetryBaseSecs: 1 }, {}, slow);
       const load = new Load(writer, { rowsPerGeneration: 100, keySpan: 1000, pauseMs: 0 });
       await load.writeOne('s0');
-      const busy = async () => {
-        const st = await slow.tables.status(table);
-        return cut === 'commitMerge' ? st.turn?.unitId === 'merge/s0' : st.preparing.some((u) => u.unitId === 'merge/s0' && u.phase === 'read');
-      };
+      // Started on A (the only worker so far), not merely scheduled: B must not get it.
+      const busy = async () =>
+        (await handle.describe()).raw.pendingActivities?.some(
+          (p) => p.activityId?.startsWith(`${cut === 'commitMerge' ? 'commit' : 'prepare'} merge/s0 `) && p.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
+        );
       await eventually(busy, `${cut} running on worker A`);
       const a = slow.workers[0]!;
       await slow.addWorker({ faults: {} });
