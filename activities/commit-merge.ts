@@ -43,13 +43,14 @@ async function commit(deps: ActivityDeps, input: CommitMergeInput, progress: Pro
     return { version: tbl ? await tbl.version() : 0, rows: 0 };
   }
   progress.report({ phase: 'commit', step: 'read-prepared' });
-  const batch = await readPrepared(prepared.preparedPath);
+  const batch = deps.preparedCache?.take(prepared.preparedPath) ?? (await readPrepared(prepared.preparedPath));
   progress.report({ phase: 'commit', step: 'open' });
   const tbl = await openOrCreateLanceTable(deps.dataRoot, input.table, meta.key, batch.schema);
   await progress.point('commit');
 
   const budget = mergeDeadlineMs(batch.numRows);
   const deadlineMs = Date.now() + budget;
+  const t0 = performance.now();
   const r = await progress.bounded(
     { phase: 'commit', step: 'mergeInsert', deadlineMs },
     conditionalUpsert(tbl, meta.key, batch, { timeoutMs: budget }),
@@ -58,5 +59,5 @@ async function commit(deps: ActivityDeps, input: CommitMergeInput, progress: Pro
   deps.log?.(
     `commitMerge ${input.table}/${prepared.shard} ${prepared.fromSeq}..${prepared.toSeq}: version ${r.version}, ${r.inserted} inserted, ${r.updated} updated`,
   );
-  return { version: r.version, rows: r.inserted + r.updated };
+  return { version: r.version, rows: r.inserted + r.updated, lanceMs: Math.round(performance.now() - t0) };
 }

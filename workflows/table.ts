@@ -10,7 +10,7 @@ import {
 import { applyOverride, defaultPolicy, type PolicyOverride } from '../src/config/policy-schema';
 import { carryOver, initialState, statusView, stepAll } from '../src/policy';
 import type { Decision, PolicyEvent, TableState } from '../src/policy/types';
-import { awaitMergedSchema, bumpSchema, demandSchema, pauseSchema } from '../src/wire';
+import { awaitMergedSchema, bumpSchema, demandSchema, demandsSchema, pauseSchema } from '../src/wire';
 import * as msg from './messages';
 import { commitUnit, prepareUnit, runSnapshot } from './run-unit';
 import { Alarm } from './alarm';
@@ -65,6 +65,11 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
     const r = demandSchema.safeParse(d);
     if (r.success) pushSignal({ type: 'demand', ...r.data });
     else log.warn('invalid demand signal ignored', { error: r.error.message });
+  });
+  setHandler(msg.demands, (ds) => {
+    const r = demandsSchema.safeParse(ds);
+    if (r.success) for (const d of r.data) pushSignal({ type: 'demand', ...d });
+    else log.warn('invalid demands signal ignored', { error: r.error.message });
   });
   setHandler(msg.bump, (b) => {
     const r = bumpSchema.safeParse(b);

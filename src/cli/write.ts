@@ -40,6 +40,7 @@ export async function write(p: Parsed): Promise<void> {
     const r = await writer.write(shard, rows);
     const n = rows instanceof arrow.Table ? rows.numRows : rows.length;
     console.log(`sealed ${name}/${shard} seq ${r.seq} (${n} rows${r.delayedMs ? `, delayed ${r.delayedMs} ms by write pressure` : ''})`);
-    if (r.signalError) console.error(`warning: demand signal failed (${r.signalError}); the table's periodic snapshot will pick the generation up`);
+    const { signalError } = await writer.flush();
+    if (signalError) console.error(`warning: demand signal failed (${signalError}); the table's periodic snapshot will pick the generation up`);
   });
 }

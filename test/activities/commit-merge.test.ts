@@ -110,13 +110,32 @@ describe('commitMerge', () => {
     expect(steps[2]!.deadlineMs).toBeGreaterThanOrEqual(t0 + 30_000);
   });
 
-  it('a missing prepared batch fails non-retryably so the unit is prepared again', async () => {
-    await sealMany(f, 's0', 1, 10, [0, 99]);
-    const p = await prep(1, 1);
+  it('a missing prepared batch fails non-retryably so the unit is prepared again (commit on another worker)', async () => {
+    await sealMany(f, 's0', 2, 10, [0, 99]);
+    const p = await prep(1, 2);
     const { rmSync } = await import('node:fs');
     rmSync(p.preparedPath!);
-    const err = await commit(p).catch((e: unknown) => e);
+    const otherWorker = createActivities({ dataRoot: f.root });
+    const err = await commit(p, otherWorker).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ApplicationFailure);
     expect((err as ApplicationFailure).type).toBe('PreparedMissing');
+  });
+
+  it('on the worker that prepared it, the commit takes the batch from memory instead of reading it again', async () => {
+    await sealMany(f, 's0', 2, 10, [0, 99]);
+    const p = await prep(1, 2);
+    const { rmSync } = await import('node:fs');
+    rmSync(p.preparedPath!); // gone from disk: only the in-memory copy can serve it
+    const r = await commit(p);
+    expect(r.rows).toBe(p.rows);
+    expect(await tableRows(f)).toHaveLength(p.rows);
+  });
+
+  it('one generation with distinct keys is its own prepared batch: nothing is copied', async () => {
+    await sealMany(f, 's0', 1, 10, [0, 99]);
+    const p = await prep(1, 1);
+    expect(p.preparedPath).toMatch(/gen\/s0\/000000000001\.arrow$/);
+    expect(p.timings).toMatchObject({ encodeMs: 0 });
+    expect((await commit(p, createActivities({ dataRoot: f.root }))).rows).toBe(10);
   });
 });
