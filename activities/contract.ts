@@ -60,6 +60,8 @@ export interface PrepareTimings {
 export interface CommitMergeInput extends TableRef {
   key: string;
   prepared: PreparedMerge;
+  /** Other shards' prepared batches committed in the same turn, in the same Lance commit. */
+  more?: PreparedMerge[];
 }
 
 export interface CommitResult {

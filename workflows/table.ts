@@ -4,6 +4,7 @@ import {
   condition,
   continueAsNew,
   log,
+  patched,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -44,6 +45,9 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
     if (!policy.ok) throw ApplicationFailure.nonRetryable(`policy: ${policy.error}`, 'InvalidPolicy');
     st = initialState({ table: args.table, key: args.key, shards: args.shards, policy: policy.policy, nowMs: Date.now() });
   }
+  // Grouped merge commits (src/policy/evaluate.ts) change which commits a run makes, so
+  // runs recorded before them replay without.
+  st = { ...st, groupMerges: patched('group-merge-commits') };
   const stalled = new Set(args.carried?.stalled ?? []);
   const inbox: PolicyEvent[] = [{ type: 'timer' }];
   const alarm = new Alarm();
@@ -132,7 +136,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
         break;
       case 'commit':
         commitsInFlight++;
-        void commitUnit(st, d.unit, d.why).then((ev) => {
+        void commitUnit(st, d.unit, d.why, d.riders ?? []).then((ev) => {
           commitsInFlight--;
           if (ev.type === 'commitFailed' && ev.stalled) stalled.add(ev.unitId);
           if (ev.type === 'committed') stalled.delete(ev.unitId);

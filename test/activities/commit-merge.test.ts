@@ -138,4 +138,31 @@ describe('commitMerge', () => {
     expect(p.timings).toMatchObject({ encodeMs: 0 });
     expect((await commit(p, createActivities({ dataRoot: f.root }))).rows).toBe(10);
   });
+
+  it('batches of several shards commit together in one Lance commit, and re-applying them changes nothing', async () => {
+    await sealMany(f, 's0', 2, 10, [0, 99]);
+    await sealMany(f, 's1', 3, 10, [0, 99]);
+    const a = await prep(1, 2, 's0');
+    const b = await prep(1, 3, 's1');
+    const before = (await openLanceTable(f.root, f.table))?.version ?? 0;
+    const r = await run(f.acts.commitMerge, [{ table: f.table, key: 'id', prepared: a, more: [b] }]);
+    expect(r.rows).toBe(a.rows + b.rows);
+    const rows = await tableRows(f);
+    expect(rows).toHaveLength(a.rows + b.rows);
+    const tbl = await openLanceTable(f.root, f.table);
+    // One commit for both shards (plus the table's creation and its primary key on first use).
+    expect((await tbl!.version()) - before).toBeLessThanOrEqual(3);
+    const again = await run(createActivities({ dataRoot: f.root }).commitMerge, [{ table: f.table, key: 'id', prepared: a, more: [b] }]);
+    expect(again.rows).toBe(0);
+    expect(await tableRows(f)).toEqual(rows);
+  });
+
+  it('two batches of one shard in one commit are refused', async () => {
+    await sealMany(f, 's0', 2, 10, [0, 99]);
+    const a = await prep(1, 1);
+    const b = await prep(2, 2);
+    const err = await run(f.acts.commitMerge, [{ table: f.table, key: 'id', prepared: a, more: [b] }]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect((err as Error).message).toMatch(/two batches of one shard/);
+  });
 });
