@@ -20,7 +20,7 @@ const writersArb = fc.record({
   durations: durationsArb,
   everyMs: rangeArb(500, 30 * MIN) as fc.Arbitrary<[number, number]>,
   delayMs: rangeArb(0, 3_000) as fc.Arbitrary<[number, number]>,
-  lostProb: fc.constantFrom(0.05, 0.3, 1),
+  lostProb: fc.constantFrom<number>(0.05, 0.3, 1),
   minutes: fc.integer({ min: 5, max: 120 }),
   bumps: fc.array(fc.record({ atMs: fc.integer({ min: 0, max: 120 * MIN }), kind: fc.constantFrom('optimize' as const, 'index' as const, 'gc' as const) }), { maxLength: 3 }),
 });
