@@ -19,7 +19,6 @@ import { MergeWaiter } from '../src/client/merge-waiter';
 import { TableClient } from '../src/client/table-client';
 import { TableWriter, workflowArgsFor } from '../src/client/table-writer';
 import { shardNames, workflowIdForTable } from '../src/names';
-import { PROJECT_ROOT } from '../src/paths';
 import { startDevServer, type DevServer } from '../src/server/dev-server';
 import type { ArrowTable } from '../src/storage/arrow';
 import { createTableMeta } from '../src/storage/generation-store';
@@ -27,6 +26,7 @@ import { conditionalUpsert, openLanceTable, openOrCreateLanceTable } from '../sr
 import { tableFromRows, withSeqColumn } from '../src/storage/records';
 import { createWorker } from '../src/worker/create-worker';
 import { generateRows } from '../src/writer';
+import { temporalBinary } from './support/temporal-binary';
 
 const { values: opt } = parseArgs({
   options: { shards: { type: 'string', default: '4' }, generations: { type: 'string', default: '40' }, rows: { type: 'string', default: '2500' } },
@@ -59,12 +59,6 @@ interface Result {
 }
 
 const seconds = (t0: number): number => (performance.now() - t0) / 1000;
-
-async function temporalBinary(): Promise<string> {
-  if (process.env.TEMPORAL_CLI_PATH) return process.env.TEMPORAL_CLI_PATH;
-  const mod = (await import(path.join(PROJECT_ROOT, 'scripts', 'ensure-temporal.mjs'))) as { ensureTemporal(): { binary?: string } };
-  return mod.ensureTemporal().binary!;
-}
 
 /** A: seal everything through TableWriter and wait until every shard is merged through its last seq. */
 async function throughWorkflow(tmp: string, gens: Map<string, ArrowTable[]>, total: number): Promise<{ result: Result; root: string }> {
