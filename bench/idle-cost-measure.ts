@@ -48,12 +48,15 @@ export interface ModeReport {
    * scan: what a table costs once created, while nobody writes.
    */
   idle: { tableHours: number; events: number; workflowTasks: number; perTableHour: { events: number; workflowTasks: number } };
-  /** Per table: history events counted (for cross-checks). */
+  /** Per table: its workflow id and the history events counted (for cross-checks). */
+  workflowIds: string[];
   eventsPerTable: number[];
 }
 
 export interface IdleCostReport {
   seconds: number;
+  /** Events up to this time (ms since the epoch, server clock = this machine's) are counted. */
+  endMs: number;
   tablesPerMode: number;
   modes: ModeReport[];
 }
@@ -100,7 +103,7 @@ async function countHistory(client: Client, workflowId: string, untilMs: number)
   return c;
 }
 
-function summarize(mode: Mode, counted: Counted[], endMs: number): ModeReport {
+function summarize(mode: Mode, ids: string[], counted: Counted[], endMs: number): ModeReport {
   const tableHours = counted.reduce((sum, c) => sum + Math.max(0, endMs - c.startedAtMs), 0) / 3_600_000;
   const sum = (f: (c: Counted) => number) => counted.reduce((s, c) => s + f(c), 0);
   const activities: Record<string, number> = {};
@@ -121,6 +124,7 @@ function summarize(mode: Mode, counted: Counted[], endMs: number): ModeReport {
     activities,
     perTableHour: { events: events / tableHours, workflowTasks: workflowTasks / tableHours },
     idle: { tableHours: idleHours, events: idleEvents, workflowTasks: idleTasks, perTableHour: { events: idleEvents / idleHours, workflowTasks: idleTasks / idleHours } },
+    workflowIds: ids,
     eventsPerTable: counted.map((c) => c.events),
   };
 }
@@ -162,9 +166,9 @@ export async function measureIdleCost(opts: MeasureOptions): Promise<IdleCostRep
     for (const m of modes) {
       const counted: Counted[] = [];
       for (const id of ids.get(m.name)!) counted.push(await countHistory(client, id, endMs));
-      reports.push(summarize(m, counted, endMs));
+      reports.push(summarize(m, ids.get(m.name)!, counted, endMs));
     }
-    return { seconds: opts.seconds, tablesPerMode: opts.tablesPerMode, modes: reports };
+    return { seconds: opts.seconds, endMs, tablesPerMode: opts.tablesPerMode, modes: reports };
   } finally {
     // On a server the bench did not start, the workflows would otherwise run on forever.
     for (const id of [...ids.values()].flat()) await client.workflow.getHandle(id).terminate('idle-cost benchmark done').catch(() => undefined);
