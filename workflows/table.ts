@@ -9,7 +9,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { applyOverride, defaultPolicy, type PolicyOverride } from '../src/config/policy-schema';
-import { carryOver, initialState, statusView, stepAll } from '../src/policy';
+import { carryOver, initialState, statusView, stepAll, upgradeState, type CarriedState } from '../src/policy';
 import type { Decision, PolicyEvent, TableState } from '../src/policy/types';
 import { awaitMergedSchema, bumpSchema, demandSchema, demandsSchema, pauseSchema } from '../src/wire';
 import * as msg from './messages';
@@ -23,8 +23,8 @@ export interface TableWorkflowArgs {
   shards: string[];
   /** Per-table overrides of the global policy, applied at start. */
   policy?: PolicyOverride;
-  /** Carried across continue-as-new. */
-  carried?: { state: TableState; stalled: string[] };
+  /** Carried across continue-as-new (by older runs: without the fields added since, see upgradeState). */
+  carried?: { state: CarriedState; stalled: string[] };
   /** Tests only: continue as new once history reaches this many events. */
   continueAsNewAtEvents?: number;
 }
@@ -37,13 +37,16 @@ const MAX_INBOX = 10_000;
  * events; the core's decisions become activities, a timer and UI updates.
  */
 export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
+  // Runs recorded before the idle-cost rules (adaptive snapshot period, change-driven
+  // optimize/index/gc) replay with the fixed schedule they were recorded with.
+  const adaptive = patched('idle-cost');
   let st: TableState;
   if (args.carried) {
-    st = args.carried.state;
+    st = upgradeState(args.carried.state, defaultPolicy(), adaptive);
   } else {
     const policy = applyOverride(defaultPolicy(), args.policy ?? {});
     if (!policy.ok) throw ApplicationFailure.nonRetryable(`policy: ${policy.error}`, 'InvalidPolicy');
-    st = initialState({ table: args.table, key: args.key, shards: args.shards, policy: policy.policy, nowMs: Date.now() });
+    st = initialState({ table: args.table, key: args.key, shards: args.shards, policy: policy.policy, nowMs: Date.now(), adaptive });
   }
   // Grouped merge commits (src/policy/evaluate.ts) change which commits a run makes, so
   // runs recorded before them replay without.

@@ -25,5 +25,7 @@ export function formatStatus(s: StatusView): string {
   if (s.queue.length) lines.push('queue:', ...s.queue.map((q) => `  ${q.unitId}  class ${q.class}  waited ${q.waitedSecs} s  ${q.reason}`));
   const c = s.counters;
   lines.push(`turns: ${Object.entries(c.turns).map(([k, n]) => `${k} ${n}`).join(', ')}  stalls ${c.stalls}  retries ${c.retries}`);
+  // Absent from the state of workflows running older code.
+  if (s.snapshot) lines.push(`snapshot: every ${s.snapshot.everySecs} s, ${s.snapshot.running ? 'running' : `next in ${Math.round(s.snapshot.nextInSecs ?? 0)} s`}`);
   return lines.join('\n');
 }

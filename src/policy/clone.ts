@@ -32,5 +32,6 @@ export function cloneState(s: TableState): TableState {
     bumps: s.bumps.map((b) => ({ ...b, target: { ...b.target } })),
     counters: { ...s.counters, turns: { ...s.counters.turns }, maxTurnWaitSecs: { ...s.counters.maxTurnWaitSecs } },
     dueAtMs: { ...s.dueAtMs },
+    periodic: { optimize: { ...s.periodic.optimize }, index: { ...s.periodic.index }, gc: { ...s.periodic.gc } },
   };
 }

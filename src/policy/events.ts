@@ -1,5 +1,6 @@
 import { clonePolicy } from './clone';
 import { advanceMerged, foldDemand, foldSnapshot, shardOf } from './fold';
+import { forceRun, markDone, scheduleNextSnapshot, snapshotSoon } from './idle';
 import { isPeriodic, PERIODIC_KINDS } from './units';
 import { nextDueMs, NEVER } from './time';
 import type { Bump, Kind, PolicyEvent, TableState, Unit } from './types';
@@ -23,7 +24,7 @@ function holder(state: TableState, id: string): Unit | undefined {
 }
 
 /** A unit is done (committed, or nothing to commit): record it and let the next one come. */
-function finish(state: TableState, u: Unit, nowMs: number, rows: number): void {
+function finish(state: TableState, u: Unit, nowMs: number, rows: number, prevVersion: number): void {
   removeUnit(state, u.id);
   if (u.kind === 'merge') {
     if (u.shard !== null && u.toSeq !== null) advanceMerged(state, u.shard, u.toSeq);
@@ -31,6 +32,7 @@ function finish(state: TableState, u: Unit, nowMs: number, rows: number): void {
     state.counters.rowsMerged += rows;
   } else if (isPeriodic(u.kind)) {
     state.dueAtMs[u.kind] = nextDueMs(nowMs, state.policy.periodSecs[u.kind]);
+    markDone(state, u.kind, prevVersion);
   }
 }
 
@@ -46,7 +48,7 @@ function onPrepared(state: TableState, e: Ev<'prepared'>, nowMs: number): void {
   if (u?.state !== 'preparing') return;
   state.counters.retries += Math.max(0, e.attempts - 1);
   if (e.reservedBytes !== undefined) u.reservedBytes = e.reservedBytes;
-  if (!e.needsCommit) return finish(state, u, nowMs, 0);
+  if (!e.needsCommit) return finish(state, u, nowMs, 0, state.version);
   u.state = 'ready';
   u.readySinceMs ??= nowMs;
   u.prepared = e.prepared ?? null;
@@ -78,9 +80,12 @@ function onCommitted(state: TableState, e: Ev<'committed'>, nowMs: number): void
   state.turn = null;
   state.counters.turns[u.kind]++;
   state.counters.retries += Math.max(0, e.attempts - 1);
+  const prevVersion = state.version;
   state.version = Math.max(state.version, e.version);
-  finish(state, u, nowMs, e.rows ?? 0);
-  for (const r of riders) finish(state, r, nowMs, 0);
+  finish(state, u, nowMs, e.rows ?? 0, prevVersion);
+  for (const r of riders) finish(state, r, nowMs, 0, prevVersion);
+  // A merge is activity: a writer is about, so a lost signal is looked for soon.
+  if (u.kind === 'merge') snapshotSoon(state, nowMs);
 }
 
 function backOff(state: TableState, u: Unit, nowMs: number, error: string): void {
@@ -127,7 +132,10 @@ function onBump(state: TableState, bump: Bump, nowMs: number): void {
   // Bumping optimize/index/gc also makes it due now: that is how an operator asks for
   // one right away. Due (not "create while bumped") so that it runs once, not in a loop.
   const kind = 'kind' in b.target ? b.target.kind : b.target.unitId;
-  if (isPeriodic(kind)) state.dueAtMs[kind] = Math.min(state.dueAtMs[kind], nowMs);
+  if (isPeriodic(kind)) {
+    state.dueAtMs[kind] = Math.min(state.dueAtMs[kind], nowMs);
+    forceRun(state, kind);
+  }
 }
 
 function onPause(state: TableState, kind: Kind | null): void {
@@ -155,25 +163,39 @@ function onPolicyChanged(state: TableState, e: Ev<'policyChanged'>, nowMs: numbe
     if (secs === old.periodSecs[k]) continue;
     state.dueAtMs[k] = secs > 0 ? Math.min(state.dueAtMs[k], nowMs + secs * 1000) : state.dueAtMs[k] <= nowMs ? state.dueAtMs[k] : NEVER;
   }
-  if (state.policy.snapshotIntervalSecs !== old.snapshotIntervalSecs) {
+  if (!state.adaptive && state.policy.snapshotIntervalSecs !== old.snapshotIntervalSecs) {
     state.dueAtMs.snapshot = Math.min(state.dueAtMs.snapshot, nextDueMs(nowMs, state.policy.snapshotIntervalSecs));
   }
 }
 
-function endSnapshot(state: TableState, nowMs: number): void {
+/** Whether a snapshot moved any watermark or brought a shard we did not know. */
+function sameWatermarks(a: TableState['shards'], b: TableState['shards']): boolean {
+  return a.length === b.length && a.every((s, i) => b[i]!.shard === s.shard && b[i]!.sealedThroughSeq === s.sealedThroughSeq);
+}
+
+function onSnapshot(state: TableState, e: Ev<'snapshot'>, nowMs: number): void {
+  const before = state.shards.map((s) => ({ ...s }));
+  foldSnapshot(state, e.shards);
   state.snapshotInFlight = false;
-  state.dueAtMs.snapshot = nextDueMs(nowMs, state.policy.snapshotIntervalSecs);
+  scheduleNextSnapshot(state, nowMs, !sameWatermarks(before, state.shards));
+}
+
+/** Operator actions (bump, pause, resume, policy) count as activity for the snapshot period. */
+function operator(state: TableState, nowMs: number, apply: () => void): void {
+  apply();
+  snapshotSoon(state, nowMs);
 }
 
 export function applyEvent(state: TableState, e: PolicyEvent, nowMs: number): void {
   switch (e.type) {
     case 'demand':
-      return foldDemand(state, e.shard, e.sealedThroughSeq, e.revision);
+      foldDemand(state, e.shard, e.sealedThroughSeq, e.revision);
+      return snapshotSoon(state, nowMs);
     case 'snapshot':
-      foldSnapshot(state, e.shards);
-      return endSnapshot(state, nowMs);
+      return onSnapshot(state, e, nowMs);
     case 'snapshotFailed':
-      return endSnapshot(state, nowMs);
+      state.snapshotInFlight = false;
+      return scheduleNextSnapshot(state, nowMs, null);
     case 'prepared':
       return onPrepared(state, e, nowMs);
     case 'prepareFailed':
@@ -185,12 +207,12 @@ export function applyEvent(state: TableState, e: PolicyEvent, nowMs: number): vo
     case 'timer':
       return;
     case 'bump':
-      return onBump(state, e.bump, nowMs);
+      return operator(state, nowMs, () => onBump(state, e.bump, nowMs));
     case 'pause':
-      return onPause(state, e.kind);
+      return operator(state, nowMs, () => onPause(state, e.kind));
     case 'resume':
-      return onResume(state, e.kind);
+      return operator(state, nowMs, () => onResume(state, e.kind));
     case 'policyChanged':
-      return onPolicyChanged(state, e, nowMs);
+      return operator(state, nowMs, () => onPolicyChanged(state, e, nowMs));
   }
 }

@@ -1,11 +1,18 @@
 import { clonePolicy, cloneState } from './clone';
+import { maxSnapshotSecs } from './idle';
 import { byName, nextDueMs } from './time';
-import type { Policy, TableState } from './types';
+import type { PeriodicMark, Policy, TableState } from './types';
 import { KINDS, type Kind, type PerKind } from './types';
 
 const perKind = <T>(v: T): PerKind<T> => Object.fromEntries(KINDS.map((k: Kind) => [k, v])) as PerKind<T>;
 
-export function initialState(args: { table: string; key: string; shards: string[]; policy: Policy; nowMs: number; groupMerges?: boolean }): TableState {
+const marks = (done: number | null): TableState['periodic'] => {
+  const m = (): PeriodicMark => ({ planned: null, done });
+  return { optimize: m(), index: m(), gc: m() };
+};
+
+/** `adaptive` false only for replays of runs recorded before the idle-cost rules (see idle.ts). */
+export function initialState(args: { table: string; key: string; shards: string[]; policy: Policy; nowMs: number; adaptive?: boolean; groupMerges?: boolean }): TableState {
   const { policy, nowMs } = args;
   const names = [...new Set(args.shards)].sort(byName);
   return {
@@ -31,6 +38,33 @@ export function initialState(args: { table: string; key: string; shards: string[
     snapshotInFlight: false,
     writePressure: 0,
     groupMerges: args.groupMerges ?? true,
+    adaptive: args.adaptive ?? true,
+    // Nothing has happened on a new table yet, so there is no burst of seals whose last
+    // signal might be lost: it starts at the long period. Its first snapshot (now) or
+    // first demand brings it to the short one if there is anything.
+    snapshotEverySecs: maxSnapshotSecs(policy),
+    // Version 0 and nothing merged: a new table gives optimize, index and gc nothing to do.
+    periodic: marks(0),
+  };
+}
+
+/** A state as an older run carried it, before some fields existed. */
+export type CarriedState = Omit<TableState, 'adaptive' | 'snapshotEverySecs' | 'periodic' | 'policy'> &
+  Partial<Pick<TableState, 'adaptive' | 'snapshotEverySecs' | 'periodic'>> & { policy: Omit<Policy, 'snapshotMaxIntervalSecs' | 'periodicWhenIdle'> & Partial<Policy> };
+
+/**
+ * Fills what a state carried across continue-as-new by an older run lacks: new policy
+ * keys get their defaults, the snapshot period starts short (that run may have just seen
+ * activity), and every periodic kind runs once more when its period is up (what changed
+ * since its last run is unknown).
+ */
+export function upgradeState(carried: CarriedState, defaults: Policy, adaptive: boolean): TableState {
+  return {
+    ...carried,
+    policy: { ...defaults, ...carried.policy },
+    adaptive,
+    snapshotEverySecs: carried.snapshotEverySecs ?? carried.policy.snapshotIntervalSecs,
+    periodic: carried.periodic ?? marks(null),
   };
 }
 

@@ -43,6 +43,8 @@ export interface StatusView {
   preparing: PreparingEntry[];
   queue: QueueEntry[];
   counters: Counters;
+  /** The generation-store scan: its current period (see idle.ts) and when the next one starts. */
+  snapshot: { everySecs: number; running: boolean; nextInSecs: number | null };
 }
 
 function queuedReasons(state: TableState, nowMs: number): QueueEntry[] {
@@ -116,5 +118,10 @@ export function statusView(state: TableState, nowMs: number): StatusView {
       .map((u) => ({ unitId: u.id, kind: u.kind, reservedBytes: u.reservedBytes, phase: null })),
     queue: [...queuedReasons(state, nowMs), ...blockedCreations(state, nowMs)],
     counters: { ...c, turns: { ...c.turns }, maxTurnWaitSecs: { ...c.maxTurnWaitSecs } },
+    snapshot: {
+      everySecs: state.adaptive ? state.snapshotEverySecs : state.policy.snapshotIntervalSecs,
+      running: state.snapshotInFlight,
+      nextInSecs: state.snapshotInFlight ? null : Math.max(0, state.dueAtMs.snapshot - nowMs) / 1000,
+    },
   };
 }

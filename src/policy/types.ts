@@ -30,10 +30,17 @@ export interface Policy {
   maxWriteDelayMs: number;
   /** At most this many units of one table prepare at once. */
   maxConcurrentPreparations: number;
-  /** Period of the generation-store snapshot that can correct watermarks. */
+  /** Period of the generation-store snapshot that can correct watermarks, right after activity. */
   snapshotIntervalSecs: number;
+  /**
+   * While nothing changes the snapshot period doubles up to this (never below
+   * snapshotIntervalSecs): the bound on how late a lost demand signal is recovered.
+   */
+  snapshotMaxIntervalSecs: number;
   /** How often optimize, index and gc are considered (0 = only when bumped). merge is demand-driven. */
   periodSecs: { optimize: number; index: number; gc: number };
+  /** true: optimize, index and gc run every period even when nothing changed since their last run. */
+  periodicWhenIdle: boolean;
   /** Versions older than this are pruned by optimize. */
   retentionSecs: number;
   /** Backoff of a failed commit before its unit may hold the turn again: min(base * 2^(n-1), max). */
@@ -110,6 +117,17 @@ export interface TurnHolder {
   riders?: string[];
 }
 
+/**
+ * What a periodic kind's last run covered, as a change mark: the table version for
+ * optimize and index, the sum of mergedThroughSeq for gc (both only grow).
+ */
+export interface PeriodicMark {
+  /** The mark when its latest unit was created. */
+  planned: number | null;
+  /** The mark its last completed run covered; null: run at its next due time regardless. */
+  done: number | null;
+}
+
 export interface TableState {
   table: string;
   key: string;
@@ -136,6 +154,20 @@ export interface TableState {
    * recorded before it existed (replay); absent in their carried states.
    */
   groupMerges?: boolean;
+  /**
+   * false only while replaying runs recorded before the idle-cost rules existed (the
+   * workflow's patch `idle-cost`): fixed snapshot period, periodic kinds due every period,
+   * so those histories see the decisions they recorded.
+   */
+  adaptive: boolean;
+  /**
+   * The current snapshot period (secs): snapshotIntervalSecs after activity, doubling
+   * after every quiet snapshot up to the max (see idle.ts); half the base while a scan
+   * that started before the latest activity is running.
+   */
+  snapshotEverySecs: number;
+  /** Per periodic kind, what its last run covered (see changeMark in idle.ts). */
+  periodic: { optimize: PeriodicMark; index: PeriodicMark; gc: PeriodicMark };
 }
 
 // ---- events fed by the workflow shell ----

@@ -1,3 +1,4 @@
+import { hasChanged, markPlanned } from './idle';
 import { blockedByOperator } from './order';
 import { shardBacklog } from './pressure';
 import { byName } from './time';
@@ -33,7 +34,7 @@ export function wantedUnits(state: TableState, nowMs: number): Wanted[] {
   const out: Wanted[] = [];
   for (const kind of PERIODIC_KINDS) {
     const due = state.dueAtMs[kind];
-    if (due <= nowMs && !has.has(kind)) out.push({ id: kind, kind, shard: null, fromSeq: null, toSeq: null, dueSinceMs: due });
+    if (due <= nowMs && !has.has(kind) && hasChanged(state, kind)) out.push({ id: kind, kind, shard: null, fromSeq: null, toSeq: null, dueSinceMs: due });
   }
   const shards = state.shards
     .filter((s) => shardBacklog(s) > 0 && !has.has(mergeUnitId(s.shard)))
@@ -80,6 +81,7 @@ export function createUnits(state: TableState, nowMs: number): Unit[] {
     if (free <= 0) break;
     if (blockedByOperator(state, w) !== null) continue;
     const u = newUnit(w, nowMs);
+    if (isPeriodic(u.kind)) markPlanned(state, u.kind);
     state.units.push(u);
     created.push(u);
     free--;

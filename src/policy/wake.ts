@@ -1,3 +1,4 @@
+import { hasChanged } from './idle';
 import { promotionAtMs } from './order';
 import { PERIODIC_KINDS } from './units';
 import { NEVER } from './time';
@@ -23,7 +24,9 @@ export function nextWakeAt(state: TableState, nowMs: number): number | null {
   for (const b of state.bumps) consider(b.expiresAtMs);
   if (!state.paused) {
     for (const k of PERIODIC_KINDS) {
-      if (!state.pausedKinds.includes(k) && !state.units.some((u) => u.id === k)) consider(state.dueAtMs[k]);
+      // A kind with nothing changed needs no timer: the event that changes something
+      // (a commit) runs evaluate(), which creates the unit if its period is up.
+      if (!state.pausedKinds.includes(k) && !state.units.some((u) => u.id === k) && hasChanged(state, k)) consider(state.dueAtMs[k]);
     }
   }
   if (!state.snapshotInFlight) consider(state.dueAtMs.snapshot);

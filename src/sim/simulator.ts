@@ -35,7 +35,7 @@ class Simulation {
   constructor(private readonly cfg: SimConfig) {
     this.rng = mulberry32(cfg.seed);
     this.now = cfg.startMs ?? 0;
-    this.state = initialState({ table: cfg.table ?? 'sim', key: 'id', shards: cfg.shards, policy: cfg.policy, nowMs: this.now });
+    this.state = initialState({ table: cfg.table ?? 'sim', key: 'id', shards: cfg.shards, policy: cfg.policy, nowMs: this.now, adaptive: cfg.adaptive });
     for (const s of cfg.shards) {
       this.sealed[s] = 0;
       this.sealRevision[s] = 0;
@@ -99,8 +99,12 @@ class Simulation {
     const revision = ++this.revision;
     this.sealRevision[shard] = revision;
     const event: PolicyEvent = { type: 'demand', shard, sealedThroughSeq: seq, revision };
-    this.q.push(this.now + draw(this.rng, p.deliveryDelayMs ?? 0), { t: 'deliver', event });
-    if (chance(this.rng, p.duplicateProb)) this.q.push(this.now + draw(this.rng, [0, 60_000]), { t: 'deliver', event });
+    const lost = chance(this.rng, p.lostProb);
+    this.cfg.onSeal?.({ shard, seq, atMs: this.now, lost });
+    if (!lost) {
+      this.q.push(this.now + draw(this.rng, p.deliveryDelayMs ?? 0), { t: 'deliver', event });
+      if (chance(this.rng, p.duplicateProb)) this.q.push(this.now + draw(this.rng, [0, 60_000]), { t: 'deliver', event });
+    }
     this.q.push(this.now + Math.max(1, draw(this.rng, p.everyMs)), { t: 'seal', proc, shard });
   }
 

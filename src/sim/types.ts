@@ -13,6 +13,8 @@ export interface ArrivalProcess {
   deliveryDelayMs?: Range;
   /** Probability that a demand event is delivered a second time, later. */
   duplicateProb?: number;
+  /** Probability that a seal's demand is never delivered (its writer died between seal and signal). */
+  lostProb?: number;
   rowsPerGeneration?: number;
 }
 
@@ -46,6 +48,8 @@ export interface SimConfig {
   table?: string;
   shards: string[];
   policy: Policy;
+  /** false: the core as replays of runs before the idle-cost rules see it (default true). */
+  adaptive?: boolean;
   seed: number;
   /** Simulated start time (ms). */
   startMs?: number;
@@ -69,6 +73,8 @@ export interface SimConfig {
   /** Record backlog and pressure every this many ms. */
   sampleEveryMs?: number;
   onStep?: (info: StepInfo) => void;
+  /** Called for every seal, before its demand (if any) is on its way. */
+  onSeal?: (seal: { shard: string; seq: number; atMs: number; lost: boolean }) => void;
   /** Checked after every step; true ends the run early. */
   stopWhen?: (state: TableState, nowMs: number, sim: { sealed: Record<string, number>; arrivalsDone: boolean }) => boolean;
 }

@@ -53,7 +53,7 @@ test('a server restart mid-load loses nothing', async () => {
   try {
     const table = uniqueName('restart');
     const meta = await createTableMeta(dataRoot, { name: table, key: 'id', shards: shardNames(2), indices: [] });
-    await tables.start({ ...workflowArgsFor(meta), policy: { periodSecs: { optimize: 0, index: 0, gc: 0 }, snapshotIntervalSecs: 2 } });
+    await tables.start({ ...workflowArgsFor(meta), policy: { periodSecs: { optimize: 0, index: 0, gc: 0 }, snapshotIntervalSecs: 2, snapshotMaxIntervalSecs: 4 } });
     const writer = await TableWriter.open(tables, dataRoot, table);
     const load = new Load(writer, { rowsPerGeneration: 200, keySpan: 2000, pauseMs: 0 });
     for (let i = 0; i < 3; i++) for (const s of meta.shards) await load.writeOne(s);

@@ -75,11 +75,13 @@ export const policyArb: fc.Arbitrary<Policy> = fc
     span: fc.integer({ min: 1, max: 200 }),
     maxConcurrentPreparations: fc.integer({ min: 1, max: 5 }),
     snapshotIntervalSecs: fc.integer({ min: 5, max: 120 }),
+    snapshotMaxIntervalSecs: fc.integer({ min: 1, max: 1200 }),
     periodSecs: fc.record({
       optimize: fc.constantFrom(0, 20, 60, 180),
       index: fc.constantFrom(0, 45, 300),
       gc: fc.constantFrom(0, 90, 600),
     }),
+    periodicWhenIdle: fc.boolean(),
     commitRetryBaseSecs: fc.constantFrom(0, 0.5, 1, 3),
     commitRetryMaxSecs: fc.constantFrom(1, 10, 60),
   })

@@ -9,8 +9,10 @@ describe('statusView', () => {
     d.at(1000).send(prepared('merge/s0'));
     const v = statusView(d.state, 3500);
     expect(Object.keys(v).sort()).toEqual(
-      ['table', 'version', 'paused', 'pausedKinds', 'writePressure', 'backlog', 'shards', 'turn', 'preparing', 'queue', 'counters'].sort(),
+      ['table', 'version', 'paused', 'pausedKinds', 'writePressure', 'backlog', 'shards', 'turn', 'preparing', 'queue', 'counters', 'snapshot'].sort(),
     );
+    // quietTable's scan ran at 0 with snapshotIntervalSecs 3600 (and the default max below it).
+    expect(v.snapshot).toEqual({ everySecs: 3600, running: false, nextInSecs: 3596.5 });
     expect(v.turn).toEqual({ unitId: 'merge/s0', kind: 'merge', sinceSecs: 2.5, why: 'class 2, aged priority 3.0' });
     expect(v.shards[0]).toEqual({ shard: 's0', sealedThroughSeq: 3, mergedThroughSeq: 0, heldReason: null });
     expect(v.backlog).toBe(3);

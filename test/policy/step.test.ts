@@ -67,7 +67,7 @@ describe('units and preparation', () => {
   });
 
   it('needsCommit=false finishes a unit without the turn and sets the next due time', () => {
-    const d = new Driver(quietTable({ periodSecs: { optimize: 60, index: 0, gc: 0 } }));
+    const d = new Driver(quietTable({ periodSecs: { optimize: 60, index: 0, gc: 0 }, periodicWhenIdle: true }));
     const ds = d.at(60_000).send({ type: 'timer' });
     expect(prepares(ds).map((p) => p.unit.id)).toEqual(['optimize']);
     d.at(61_000).send({ type: 'prepared', unitId: 'optimize', needsCommit: false, prepared: null, attempts: 3 });
@@ -104,12 +104,16 @@ describe('units and preparation', () => {
     expect(prepares(r).map((p) => p.unit.id)).toEqual(['merge/s0']);
   });
 
-  it('a non-retryable failure of optimize drops it until its next period', () => {
+  it('a non-retryable failure of optimize drops it until its next period, when it runs again', () => {
     const d = new Driver(quietTable({ periodSecs: { optimize: 30, index: 0, gc: 0 } }));
-    d.at(30_000).send({ type: 'timer' });
-    d.send({ type: 'prepareFailed', unitId: 'optimize', error: 'bad plan', retryable: false, stalled: false });
+    // Something changed (a maintenance-free version bump), so optimize has work.
+    d.send({ type: 'bump', bump: { target: { kind: 'optimize' }, class: 3, reason: 'r', expiresAtMs: 1 } });
+    expect(d.unit('optimize')?.state).toBe('preparing');
+    d.at(1000).send({ type: 'prepareFailed', unitId: 'optimize', error: 'bad plan', retryable: false, stalled: false });
     expect(d.state.units).toHaveLength(0);
-    expect(d.state.dueAtMs.optimize).toBe(60_000);
+    expect(d.state.dueAtMs.optimize).toBe(31_000);
+    expect(wakeAts(d.last!.decisions)[0]!.atMs).toBe(31_000);
+    expect(prepares(d.at(31_000).send({ type: 'timer' })).map((p) => p.unit.id)).toEqual(['optimize']);
   });
 
   it('status lists preparing units; their phase is left to the client (heartbeats)', () => {
@@ -146,7 +150,7 @@ describe('snapshot, policy, wake-ups', () => {
     expect(d.state.units).toHaveLength(1);
     const ds = d.send({ type: 'policyChanged', policy: { ...d.state.policy, maxConcurrentPreparations: 2 } });
     expect(prepares(ds).map((p) => p.unit.id)).toEqual(['merge/s1']);
-    const ds2 = d.at(5).send({ type: 'policyChanged', policy: { ...d.state.policy, periodSecs: { optimize: 1, index: 0, gc: 0 } } });
+    const ds2 = d.at(5).send({ type: 'policyChanged', policy: { ...d.state.policy, periodSecs: { optimize: 1, index: 0, gc: 0 }, periodicWhenIdle: true } });
     expect(wakeAts(ds2)[0]!.atMs).toBe(1005);
   });
 

@@ -124,3 +124,11 @@ export async function commitSummaries(handle: WorkflowHandle): Promise<string[]>
       return data ? (JSON.parse(Buffer.from(data).toString('utf8')) as string) : '';
     });
 }
+
+/** Every timer the workflow started, in order: when (server time) and for how long. */
+export async function timersStarted(handle: WorkflowHandle): Promise<{ atMs: number; secs: number }[]> {
+  const history = await handle.fetchHistory();
+  return (history.events ?? [])
+    .filter((e) => e.eventType === E.EVENT_TYPE_TIMER_STARTED)
+    .map((e) => ({ atMs: ms(e.eventTime), secs: ms(e.timerStartedEventAttributes!.startToFireTimeout) / 1000 }));
+}

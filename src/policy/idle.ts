@@ -1,0 +1,90 @@
+import type { PeriodicKind } from './units';
+import type { Policy, TableState } from './types';
+
+// What keeps an idle table cheap (each timer firing and each activity costs workflow
+// tasks and history events):
+// - the snapshot period starts at snapshotIntervalSecs after activity (a demand signal,
+//   a snapshot that found something new, a merge, an operator action) and doubles after
+//   every quiet snapshot up to snapshotMaxIntervalSecs, which is therefore the bound on
+//   how late a lost demand signal (writer died between seal and signal) is noticed;
+// - optimize, index and gc become due only when something they act on changed since
+//   their last completed run (the table version, resp. a shard's mergedThroughSeq), or
+//   when bumped. Their period still spaces runs out; it no longer makes them run.
+// None of this applies to replays of runs recorded before it existed (`adaptive` false).
+
+/** The longest snapshot period: never below snapshotIntervalSecs. */
+export const maxSnapshotSecs = (p: Policy): number => Math.max(p.snapshotIntervalSecs, p.snapshotMaxIntervalSecs);
+
+/** What a periodic kind acts on, as a number that grows whenever that changes. */
+export function changeMark(state: TableState, kind: PeriodicKind): number {
+  if (kind !== 'gc') return state.version;
+  let sum = 0;
+  for (const s of state.shards) sum += s.mergedThroughSeq;
+  return sum;
+}
+
+/** Whether a periodic kind has anything to look at when its period comes round. */
+export function hasChanged(state: TableState, kind: PeriodicKind): boolean {
+  if (!state.adaptive || state.policy.periodicWhenIdle) return true;
+  const done = state.periodic[kind].done;
+  return done === null || done !== changeMark(state, kind);
+}
+
+/**
+ * Something happened: the next snapshot comes within snapshotIntervalSecs again. A scan
+ * running now may have read the store before it, so it must not count as quiet: the
+ * period is halved for it, and its end (quiet: doubled) leaves snapshotIntervalSecs.
+ */
+export function snapshotSoon(state: TableState, nowMs: number): void {
+  if (!state.adaptive) return;
+  const base = state.policy.snapshotIntervalSecs;
+  if (state.snapshotInFlight) {
+    state.snapshotEverySecs = base / 2;
+  } else {
+    state.snapshotEverySecs = base;
+    state.dueAtMs.snapshot = Math.min(state.dueAtMs.snapshot, nowMs + base * 1000);
+  }
+}
+
+/**
+ * A snapshot ended (failed: foundNew null). Legacy: the fixed period. Otherwise a quiet
+ * snapshot doubles the period (up to the max), one that found something resets it, and
+ * a failed one keeps it.
+ */
+export function scheduleNextSnapshot(state: TableState, nowMs: number, foundNew: boolean | null): void {
+  const p = state.policy;
+  if (!state.adaptive) {
+    state.dueAtMs.snapshot = nowMs + p.snapshotIntervalSecs * 1000;
+    return;
+  }
+  if (foundNew === true) state.snapshotEverySecs = p.snapshotIntervalSecs;
+  else if (foundNew === false) state.snapshotEverySecs = Math.min(state.snapshotEverySecs * 2, maxSnapshotSecs(p));
+  state.snapshotEverySecs = Math.min(Math.max(state.snapshotEverySecs, p.snapshotIntervalSecs), maxSnapshotSecs(p));
+  state.dueAtMs.snapshot = nowMs + state.snapshotEverySecs * 1000;
+}
+
+/** A periodic unit was created: remember what it will look at. */
+export function markPlanned(state: TableState, kind: PeriodicKind): void {
+  state.periodic[kind].planned = changeMark(state, kind);
+}
+
+/**
+ * A periodic unit finished (nothing to commit, or committed; `prevVersion` is the table
+ * version before its commit). It covered what it planned at. A commit of optimize or
+ * index works on the table as it is at commit time, so it covers everything up to the
+ * version it made; and that version, made by maintenance, gives the other of the two
+ * nothing new to do (a fresh index has no unindexed rows, compaction removes no index).
+ */
+export function markDone(state: TableState, kind: PeriodicKind, prevVersion: number): void {
+  const m = state.periodic[kind];
+  m.done = m.planned;
+  if (kind === 'gc' || state.version === prevVersion) return;
+  m.done = state.version;
+  const other = state.periodic[kind === 'optimize' ? 'index' : 'optimize'];
+  if (other.done === prevVersion) other.done = state.version;
+}
+
+/** An operator asked for this kind: it runs at once whether or not anything changed. */
+export function forceRun(state: TableState, kind: PeriodicKind): void {
+  state.periodic[kind].done = null;
+}

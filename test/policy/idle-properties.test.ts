@@ -1,0 +1,142 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { maxSnapshotSecs } from '../../src/policy';
+import type { PolicyEvent, TableState } from '../../src/policy/types';
+import { runSimulation, type SimConfig, type StepInfo } from '../../src/sim';
+import { durationsArb, policyArb, rangeArb } from './helpers';
+import { checkContract, checkOneHolder, ensure } from './invariants';
+
+// The idle-cost rules (src/policy/idle.ts) over simulated runs: the documented bound on
+// recovering a lost demand signal, the return to the short period on activity, what an
+// idle table costs, and that the "before" switch reproduces the old core exactly.
+
+const MIN = 60_000;
+const SCAN: readonly [number, number] = [50, 2_000];
+
+const writersArb = fc.record({
+  seed: fc.integer(),
+  shards: fc.integer({ min: 1, max: 3 }).map((n) => Array.from({ length: n }, (_, i) => `s${i}`)),
+  policy: policyArb,
+  durations: durationsArb,
+  everyMs: rangeArb(500, 30 * MIN) as fc.Arbitrary<[number, number]>,
+  delayMs: rangeArb(0, 3_000) as fc.Arbitrary<[number, number]>,
+  lostProb: fc.constantFrom<number>(0.05, 0.3, 1),
+  minutes: fc.integer({ min: 5, max: 120 }),
+  bumps: fc.array(fc.record({ atMs: fc.integer({ min: 0, max: 120 * MIN }), kind: fc.constantFrom('optimize' as const, 'index' as const, 'gc' as const) }), { maxLength: 3 }),
+});
+type Writers = typeof writersArb extends fc.Arbitrary<infer T> ? T : never;
+
+function config(w: Writers, extra: Partial<SimConfig>): SimConfig {
+  const stopMs = w.minutes * MIN;
+  return {
+    seed: w.seed,
+    shards: w.shards,
+    policy: w.policy,
+    endMs: stopMs + 3 * maxSnapshotSecs(w.policy) * 1000,
+    ...w.durations,
+    snapshotMs: SCAN,
+    arrivals: [{ everyMs: w.everyMs, deliveryDelayMs: w.delayMs, lostProb: w.lostProb, stopMs }],
+    operator: w.bumps.map((b) => ({
+      atMs: b.atMs,
+      event: (nowMs: number): PolicyEvent => ({ type: 'bump', bump: { target: { kind: b.kind }, class: 2, reason: 'test', expiresAtMs: nowMs + MIN } }),
+    })),
+    ...extra,
+  };
+}
+
+describe('idle-cost properties over simulated runs', () => {
+  it('a seal whose demand signal is lost is known to the core within snapshotMaxIntervalSecs (+ two scans)', () => {
+    let recoveredLate = 0;
+    fc.assert(
+      fc.property(writersArb, (w) => {
+        const boundMs = maxSnapshotSecs(w.policy) * 1000 + 2 * SCAN[1];
+        const seals: { shard: string; seq: number; atMs: number }[] = [];
+        const check = (state: TableState, nowMs: number, info?: StepInfo) => {
+          while (seals.length > 0 && nowMs > seals[0]!.atMs + boundMs) {
+            const s = seals.shift()!;
+            const known = state.shards.find((x) => x.shard === s.shard)?.sealedThroughSeq ?? 0;
+            ensure(known >= s.seq, `${s.shard} seq ${s.seq} sealed at ${s.atMs} ms still unknown ${nowMs - s.atMs} ms later (bound ${boundMs})`, info);
+          }
+        };
+        const r = runSimulation(
+          config(w, {
+            onSeal: (s) => seals.push(s),
+            onStep: (info) => {
+              checkOneHolder(info);
+              checkContract(info);
+              // Recovered by a scan (not by a later demand of the same shard), late: the bound was needed.
+              if (info.event.type === 'snapshot') {
+                for (const s of seals) {
+                  const before = info.before.shards.find((x) => x.shard === s.shard)?.sealedThroughSeq ?? 0;
+                  const after = info.after.shards.find((x) => x.shard === s.shard)?.sealedThroughSeq ?? 0;
+                  if (before < s.seq && after >= s.seq && info.nowMs - s.atMs > w.policy.snapshotIntervalSecs * 2000) recoveredLate++;
+                }
+              }
+              check(info.after, info.nowMs, info);
+            },
+          }),
+        );
+        // The run goes on for three max periods after the last seal: nothing is left unchecked.
+        check(r.state, r.nowMs);
+        expect(seals.filter((s) => s.atMs + boundMs < r.nowMs)).toEqual([]);
+      }),
+      { numRuns: 400 },
+    );
+    expect(recoveredLate).toBeGreaterThan(50);
+  });
+
+  it('after a demand signal a scan starts within snapshotIntervalSecs (+ one scan)', () => {
+    fc.assert(
+      fc.property(writersArb, (w) => {
+        const boundMs = w.policy.snapshotIntervalSecs * 1000 + SCAN[1];
+        let pendingSince: number | null = null;
+        runSimulation(
+          config(w, {
+            onStep: ({ event, decisions, nowMs }) => {
+              if (event.type === 'demand' && pendingSince === null) pendingSince = nowMs;
+              if (decisions.some((d) => d.type === 'snapshot')) pendingSince = null;
+              ensure(pendingSince === null || nowMs <= pendingSince + boundMs, `no scan ${nowMs - (pendingSince ?? 0)} ms after a demand (bound ${boundMs})`);
+            },
+          }),
+        );
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('an idle table: no preparations, one scan per snapshotMaxIntervalSecs, two steps per scan', () => {
+    const arb = fc.record({ seed: fc.integer(), policy: policyArb.map((p) => ({ ...p, periodicWhenIdle: false })), durations: durationsArb, hours: fc.integer({ min: 1, max: 48 }) });
+    fc.assert(
+      fc.property(arb, ({ seed, policy, durations, hours }) => {
+        const endMs = hours * 60 * MIN;
+        const r = runSimulation({ seed, shards: ['s0', 's1'], policy, endMs, ...durations, snapshotMs: SCAN, onStep: ({ decisions }) => ensure(!decisions.some((d) => d.type === 'prepare'), 'an idle table prepared something') });
+        // Steps are what the workflow runs as tasks: the first, then a scan's result and
+        // the timer of the next one, for every scan after the first.
+        const scans = Math.floor(endMs / (maxSnapshotSecs(policy) * 1000));
+        expect(r.steps).toBeLessThanOrEqual(2 + 2 * scans);
+        // With a max of 15 min or more: at most 4 scans an hour, 8 steps, plus the first two.
+        if (maxSnapshotSecs(policy) >= 900) expect(r.steps / hours).toBeLessThanOrEqual(2 + 8);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('snapshotMaxIntervalSecs = snapshotIntervalSecs with periodicWhenIdle reproduces the old core decision for decision', () => {
+    const arb = writersArb.map((w) => ({ ...w, lostProb: 0, policy: { ...w.policy, snapshotMaxIntervalSecs: w.policy.snapshotIntervalSecs, periodicWhenIdle: true } }));
+    fc.assert(
+      fc.property(arb, fc.constantFrom(0, 0.3), (w, fail) => {
+        const run = (adaptive: boolean) => {
+          const out: string[] = [];
+          const faults = { retryable: fail, fatal: fail / 10, stalled: 0.5 };
+          runSimulation(config(w, { adaptive, prepareFaults: faults, commitFaults: faults, snapshotFailProb: fail, onStep: ({ nowMs, decisions }) => out.push(`${nowMs} ${JSON.stringify(decisions)}`) }));
+          return out;
+        };
+        const before = run(false);
+        expect(run(true)).toEqual(before);
+      }),
+      // Two simulations per case: kept well below a minute of synchronous work, which
+      // on a loaded machine makes vitest's worker RPC time out.
+      { numRuns: 200 },
+    );
+  });
+});

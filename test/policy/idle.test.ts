@@ -1,0 +1,241 @@
+import { describe, expect, it } from 'vitest';
+import { carryOver, initialState, upgradeState, type CarriedState } from '../../src/policy';
+import type { Decision, Policy, TableState } from '../../src/policy/types';
+import { committed, demand, Driver, prepared, prepares, simPolicy, wakeAts } from './helpers';
+
+// The idle-cost rules of src/policy/idle.ts, example by example. The properties over
+// simulated runs (lost-signal bound, idle cost, the "before" switch) are in
+// idle-properties.test.ts.
+
+const MIN = 60_000;
+const fresh = (overrides: Partial<Policy> = {}, adaptive = true): Driver =>
+  new Driver(initialState({ table: 't', key: 'id', shards: ['s0', 's1'], policy: simPolicy(overrides), nowMs: 0, adaptive }));
+
+const snapshots = (ds: Decision[]) => ds.filter((d) => d.type === 'snapshot').length;
+
+/** Answers every snapshot the core asks for with `shards`, and fires its timer, until `untilMs`. */
+function idleUntil(d: Driver, untilMs: number, shards: { shard: string; sealedThroughSeq: number; revision: number }[] = []): number[] {
+  const snapshotAt: number[] = [];
+  for (;;) {
+    if (d.state.snapshotInFlight) {
+      d.send({ type: 'snapshot', revision: 0, shards });
+      continue;
+    }
+    const at = wakeAts(d.last?.decisions ?? []).at(-1)?.atMs ?? null;
+    if (at === null || at > untilMs) return snapshotAt;
+    if (snapshots(d.at(at).send({ type: 'timer' })) > 0) snapshotAt.push(at);
+  }
+}
+
+describe('adaptive snapshot period', () => {
+  it('a new table scans at once, then every snapshotMaxIntervalSecs while nothing happens', () => {
+    const d = fresh();
+    expect(snapshots(d.send({ type: 'timer' }))).toBe(1);
+    expect(idleUntil(d, 60 * MIN)).toEqual([15 * MIN, 30 * MIN, 45 * MIN, 60 * MIN]);
+    expect(d.decisions.filter((x) => x.type === 'prepare')).toEqual([]);
+  });
+
+  it('a demand brings it back to snapshotIntervalSecs, then it doubles up to the max', () => {
+    const d = fresh();
+    d.send({ type: 'timer' });
+    idleUntil(d, 20 * MIN);
+    d.at(20 * MIN).send(demand('s0', 1));
+    expect(wakeAts(d.last!.decisions)[0]!.atMs).toBe(21 * MIN);
+    // The merge it caused is activity too; keep it out of the way to see the doubling alone.
+    d.send({ type: 'prepareFailed', unitId: 'merge/s0', error: 'x', retryable: false, stalled: false });
+    const seen = [{ shard: 's0', sealedThroughSeq: 1, revision: 1 }];
+    const at = idleUntil(d, 60 * MIN, seen).map((t) => (t - 20 * MIN) / 1000);
+    expect(at).toEqual([60, 180, 420, 900, 1800]);
+  });
+
+  it('a snapshot that finds something new resets the period; a failed one keeps it', () => {
+    const d = fresh();
+    d.send({ type: 'timer' });
+    expect(d.send({ type: 'snapshotFailed', error: 'x' }) && d.state.dueAtMs.snapshot).toBe(15 * MIN);
+    d.at(15 * MIN).send({ type: 'timer' });
+    d.send({ type: 'snapshot', revision: 3, shards: [{ shard: 's1', sealedThroughSeq: 3, revision: 3 }] });
+    expect(d.state.snapshotEverySecs).toBe(60);
+    expect(d.state.dueAtMs.snapshot).toBe(16 * MIN);
+  });
+
+  it('activity while a scan runs: that scan cannot count as quiet, the next comes after the short period', () => {
+    const d = fresh();
+    d.send({ type: 'timer' });
+    d.at(1000).send(demand('s0', 1));
+    expect(d.state.snapshotInFlight).toBe(true);
+    d.at(2000).send({ type: 'snapshot', revision: 0, shards: [] });
+    expect(d.state.snapshotEverySecs).toBe(60);
+    expect(d.state.dueAtMs.snapshot).toBe(62_000);
+  });
+
+  it('a merge and operator actions count as activity', () => {
+    for (const ev of [
+      { type: 'pause', kind: null },
+      { type: 'resume', kind: 'gc' },
+      { type: 'bump', bump: { target: { kind: 'merge' }, class: 1, reason: 'r', expiresAtMs: 99 * MIN } },
+    ] as const) {
+      const d = fresh();
+      d.send({ type: 'timer' });
+      idleUntil(d, 20 * MIN);
+      d.at(20 * MIN).send(ev);
+      expect(d.state.dueAtMs.snapshot).toBe(21 * MIN);
+    }
+    const d = fresh();
+    d.send({ type: 'timer' });
+    d.send({ type: 'snapshot', revision: 0, shards: [] });
+    d.send(demand('s0', 1));
+    d.at(3 * MIN).send({ type: 'timer' });
+    d.send({ type: 'snapshot', revision: 1, shards: [{ shard: 's0', sealedThroughSeq: 1, revision: 1 }] });
+    d.at(186_000).send(prepared('merge/s0'));
+    expect(d.state.snapshotEverySecs).toBe(120);
+    expect(d.state.dueAtMs.snapshot).toBe(300_000);
+    d.at(195_000).send(committed('merge/s0', 2));
+    expect(d.state.snapshotEverySecs).toBe(60);
+    expect(d.state.dueAtMs.snapshot).toBe(255_000);
+  });
+
+  it('snapshotMaxIntervalSecs below snapshotIntervalSecs means a fixed period', () => {
+    const d = fresh({ snapshotIntervalSecs: 120, snapshotMaxIntervalSecs: 30 });
+    d.send({ type: 'timer' });
+    expect(idleUntil(d, 10 * MIN)).toEqual([2, 4, 6, 8, 10].map((m) => m * MIN));
+  });
+
+  it('a lowered max takes effect at once', () => {
+    const d = fresh();
+    d.send({ type: 'timer' });
+    idleUntil(d, 15 * MIN);
+    d.at(16 * MIN).send({ type: 'policyChanged', policy: simPolicy({ snapshotMaxIntervalSecs: 60 }) });
+    expect(idleUntil(d, 20 * MIN)).toEqual([17, 18, 19, 20].map((m) => m * MIN));
+  });
+});
+
+describe('optimize, index and gc only after a change', () => {
+  /** A table whose shard s0 had one merge committed at `atMs`, making version `version`. */
+  function afterOneMerge(overrides: Partial<Policy> = {}, atMs = 10_000, version = 5): Driver {
+    const d = fresh(overrides);
+    d.send({ type: 'timer' });
+    d.send({ type: 'snapshot', revision: 0, shards: [] });
+    d.send(demand('s0', 2));
+    d.at(atMs - 1).send(prepared('merge/s0'));
+    d.at(atMs).send(committed('merge/s0', version));
+    return d;
+  }
+
+  it('an idle table never prepares them and keeps no timer for them', () => {
+    const d = fresh();
+    d.send({ type: 'timer' });
+    idleUntil(d, 24 * 60 * MIN);
+    expect(prepares(d.decisions)).toEqual([]);
+    // The only timer is the snapshot's.
+    expect(wakeAts(d.last!.decisions)[0]!.atMs).toBe(d.state.dueAtMs.snapshot);
+  });
+
+  it('a merge makes all three due at their period, once', () => {
+    const d = afterOneMerge();
+    expect(d.state.units).toEqual([]);
+    const ids = (ds: Decision[]) => prepares(ds).map((p) => p.unit.id);
+    expect(ids(d.at(5 * MIN).send({ type: 'timer' }))).toEqual(['optimize']);
+    d.send({ type: 'prepared', unitId: 'optimize', needsCommit: false, prepared: null, attempts: 1 });
+    expect(ids(d.at(10 * MIN).send({ type: 'timer' }))).toEqual(['index']);
+    d.send({ type: 'prepared', unitId: 'index', needsCommit: false, prepared: null, attempts: 1 });
+    expect(ids(d.at(15 * MIN).send({ type: 'timer' }))).toEqual(['gc']);
+    d.send({ type: 'prepared', unitId: 'gc', needsCommit: false, prepared: null, attempts: 1 });
+    const before = d.decisions.length;
+    idleUntil(d, 6 * 60 * MIN, [{ shard: 's0', sealedThroughSeq: 2, revision: 2 }]);
+    expect(prepares(d.decisions.slice(before))).toEqual([]);
+  });
+
+  it('a kind whose period passed long ago runs right when the change comes', () => {
+    const d = fresh();
+    d.send({ type: 'timer' });
+    idleUntil(d, 60 * MIN);
+    d.at(61 * MIN).send(demand('s0', 1));
+    d.send(prepared('merge/s0'));
+    const ds = d.send(committed('merge/s0', 3));
+    expect(prepares(ds).map((p) => p.unit.id)).toEqual(['optimize', 'index', 'gc']);
+  });
+
+  it("an optimize or index commit gives neither of the two new work; a merge during optimize's plan does", () => {
+    const d = afterOneMerge({ periodSecs: { optimize: 60, index: 60, gc: 0 } }, 60_000, 5);
+    d.send({ type: 'prepared', unitId: 'optimize', needsCommit: true, prepared: null, attempts: 1 });
+    d.send({ type: 'prepared', unitId: 'index', needsCommit: true, prepared: null, attempts: 1 });
+    d.at(61_000).send(committed(d.state.turn!.unitId, 6));
+    d.at(62_000).send(committed(d.state.turn!.unitId, 7));
+    expect(d.state.periodic.optimize.done).toBe(7);
+    expect(d.state.periodic.index.done).toBe(7);
+    const before = d.decisions.length;
+    idleUntil(d, 30 * MIN, [{ shard: 's0', sealedThroughSeq: 2, revision: 2 }]);
+    expect(prepares(d.decisions.slice(before))).toEqual([]);
+
+    // optimize plans at version 7; a merge commits version 8 before optimize commits 9:
+    // optimize covered it (it works on the table at commit time), index has work.
+    d.at(31 * MIN).send({ type: 'bump', bump: { target: { kind: 'optimize' }, class: 1, reason: 'r', expiresAtMs: 40 * MIN } });
+    d.send(demand('s1', 1));
+    d.send(prepared('merge/s1'));
+    d.send({ type: 'prepared', unitId: 'optimize', needsCommit: true, prepared: null, attempts: 1 });
+    expect(d.state.turn?.unitId).toBe('merge/s1');
+    d.at(32 * MIN).send(committed('merge/s1', 8));
+    d.at(33 * MIN).send(committed('optimize', 9));
+    expect(d.state.periodic.optimize.done).toBe(9);
+    expect(d.state.periodic.index.done).toBe(7);
+  });
+
+  it('gc follows mergedThroughSeq, not the version', () => {
+    const d = afterOneMerge({ periodSecs: { optimize: 0, index: 0, gc: 60 } }, 60_000);
+    expect(prepares(d.last!.decisions).map((p) => p.unit.id)).toEqual(['gc']);
+    expect(d.state.periodic.gc.planned).toBe(2);
+    d.send({ type: 'prepared', unitId: 'gc', needsCommit: true, prepared: null, attempts: 1 });
+    d.at(61_000).send(committed('gc', 5));
+    expect(d.state.periodic.gc.done).toBe(2);
+    // A version change alone (an optimize bumped by an operator) does not make gc due.
+    d.at(2 * MIN).send({ type: 'bump', bump: { target: { kind: 'optimize' }, class: 1, reason: 'r', expiresAtMs: 3 * MIN } });
+    d.send({ type: 'prepared', unitId: 'optimize', needsCommit: true, prepared: null, attempts: 1 });
+    d.send(committed('optimize', 6));
+    expect(prepares(d.at(5 * MIN).send({ type: 'timer' }))).toEqual([]);
+  });
+
+  it('a bump makes a kind due at once even when nothing changed; a failed run leaves it due', () => {
+    const d = fresh();
+    d.send({ type: 'timer' });
+    idleUntil(d, 60 * MIN);
+    const ds = d.at(61 * MIN).send({ type: 'bump', bump: { target: { unitId: 'index' }, class: 2, reason: 'r', expiresAtMs: 62 * MIN } });
+    expect(prepares(ds).map((p) => p.unit.id)).toEqual(['index']);
+    d.send({ type: 'prepareFailed', unitId: 'index', error: 'x', retryable: true, stalled: false });
+    expect(d.unit('index')?.state).toBe('preparing');
+    d.send({ type: 'prepareFailed', unitId: 'index', error: 'x', retryable: false, stalled: false });
+    expect(d.state.dueAtMs.index).toBe(61 * MIN + 600_000);
+    expect(d.state.periodic.index.done).toBeNull();
+  });
+
+  it('periodicWhenIdle: true runs them every period, as before', () => {
+    const d = fresh({ periodicWhenIdle: true, periodSecs: { optimize: 300, index: 0, gc: 0 } });
+    d.send({ type: 'timer' });
+    d.send({ type: 'snapshot', revision: 0, shards: [] });
+    expect(prepares(d.at(5 * MIN).send({ type: 'timer' })).map((p) => p.unit.id)).toEqual(['optimize']);
+  });
+});
+
+describe('old runs', () => {
+  it('adaptive false (replays of runs before the rules) keeps the fixed schedule', () => {
+    const d = fresh({}, false);
+    d.send({ type: 'timer' });
+    expect(idleUntil(d, 5 * MIN)).toEqual([1, 2, 3, 4, 5].map((m) => m * MIN));
+    expect(prepares(d.decisions).map((p) => p.unit.id)).toEqual(['optimize']);
+  });
+
+  it('a state carried by an older run loads: new policy keys get defaults, periodic kinds run once more', () => {
+    const s = carryOver(initialState({ table: 't', key: 'id', shards: ['s0'], policy: simPolicy(), nowMs: 0 }));
+    const { adaptive: _a, snapshotEverySecs: _s, periodic: _p, ...old } = s;
+    const { snapshotMaxIntervalSecs: _m, periodicWhenIdle: _w, ...oldPolicy } = s.policy;
+    const carried: CarriedState = JSON.parse(JSON.stringify({ ...old, policy: oldPolicy })) as CarriedState;
+    const up: TableState = upgradeState(carried, simPolicy({ snapshotMaxIntervalSecs: 1200 }), true);
+    expect(up.policy.snapshotMaxIntervalSecs).toBe(1200);
+    expect(up.policy.periodicWhenIdle).toBe(false);
+    expect(up.snapshotEverySecs).toBe(60);
+    expect(up.periodic.gc).toEqual({ planned: null, done: null });
+    const d = new Driver(up);
+    expect(prepares(d.at(5 * MIN).send({ type: 'timer' })).map((p) => p.unit.id)).toEqual(['optimize']);
+    // A state carried by this version is kept as it is.
+    expect(upgradeState(s, simPolicy({ snapshotMaxIntervalSecs: 1200 }), true)).toEqual(s);
+  });
+});
