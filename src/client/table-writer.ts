@@ -4,6 +4,7 @@ import type { ArrowTable } from '../storage/arrow';
 import type { Row } from '../storage/records';
 import type { TableWorkflowArgs } from '../../workflows';
 import type { TableClient } from './table-client';
+import { writeRouted, type RoutedWriteResult } from '../writer/write-routed';
 
 // A writer bound to one table: seals generations into the store, sends the demand with
 // signal-with-start (so the first write also starts the table's workflow), and carries
@@ -65,5 +66,14 @@ export class TableWriter {
       },
     });
     return result;
+  }
+
+  /**
+   * Seals rows of any shards: each row goes to the shard owning its key (shardOfKey),
+   * one generation per shard through `write(shard, rows)`. Columns are cast losslessly to
+   * the table's schema; rows that cannot be sealed throw RowsRejectedError, sealing nothing.
+   */
+  async writeRouted(rows: ArrowTable | readonly Row[], onSealed?: (r: RoutedWriteResult) => void): Promise<RoutedWriteResult[]> {
+    return writeRouted({ root: this.root, meta: this.meta, write: (shard, part) => this.write(shard, part) }, rows, onSealed);
   }
 }
