@@ -68,7 +68,7 @@ if (mode === 'test') {
   }
   run(bin('vitest'), ['run', ...process.argv.slice(3)], env);
 } else if (mode === 'start') {
-  run(process.execPath, [CLI_JS, 'dev', '--demo', ...process.argv.slice(3)], env);
+  run(process.execPath, [path.join(root, 'scripts', 'turnstile.mjs'), 'dev', '--demo', ...process.argv.slice(3)], env);
 } else {
   console.error('usage: node scripts/bootstrap.mjs start|test [args]');
   process.exit(2);
