@@ -200,7 +200,7 @@ test('the bin entry loads only what a command needs: status no Arrow, lancedb or
   expect((await turnstile('table', 'create', name, '--key', 'id')).code).toBe(0);
   const traced = async (...args: string[]) => {
     const out = path.join(h.dataRoot, `${uniqueName('trace')}.json`);
-    const r = await turnstileWith({ NODE_OPTIONS: `--require ${path.join(PROJECT_ROOT, 'test', 'support', 'fixtures', 'trace-packages.cjs')}`, TURNSTILE_TRACE_PACKAGES: out }, ...args);
+    const r = await turnstileWith({ NODE_OPTIONS: `--import ${path.join(PROJECT_ROOT, 'test', 'support', 'fixtures', 'trace-packages.mjs')}`, TURNSTILE_TRACE_PACKAGES: out }, ...args);
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
     return { stdout: r.stdout, packages: JSON.parse(fs.readFileSync(out, 'utf8')) as Record<string, string[]> };
   };
