@@ -1,7 +1,7 @@
-import { CorruptArrowFileError, readIpcFile, type ArrowTable } from '../src/storage/arrow';
+import { arrow, CorruptArrowFileError, readIpcFile, type ArrowTable } from '../src/storage/arrow';
 import { conditionalUpsert, openLanceTable, openOrCreateLanceTable } from '../src/storage/lance-table';
 import { readTableMeta } from '../src/storage/table-meta';
-import type { CommitMergeInput, CommitResult } from './contract';
+import type { CommitMergeInput, CommitResult, PreparedMerge } from './contract';
 import { mergeDeadlineMs } from './deadlines';
 import type { ActivityDeps } from './deps';
 import { fail, isNotFound, mapCommonError } from './failures';
@@ -33,30 +33,46 @@ export function makeCommitMerge(deps: ActivityDeps) {
   };
 }
 
+/** Reads every batch of the turn (from this worker's memory when it prepared them) as one table. */
+async function readBatches(deps: ActivityDeps, all: PreparedMerge[]): Promise<ArrowTable> {
+  const tables: ArrowTable[] = [];
+  for (const p of all) {
+    if (!p.preparedPath || p.rows === 0) continue;
+    tables.push(deps.preparedCache?.take(p.preparedPath) ?? (await readPrepared(p.preparedPath)));
+  }
+  if (tables.length <= 1) return tables[0] ?? new arrow.Table();
+  // Shards never share a key, so the batches together still have one row per key; all
+  // generations of a table have the same columns in the same order (fixed at seal).
+  const schema = (tables[0] as ArrowTable).schema;
+  return new arrow.Table(schema, tables.flatMap((t) => t.batches.map((b) => new arrow.RecordBatch(schema, b.data))));
+}
+
 async function commit(deps: ActivityDeps, input: CommitMergeInput, progress: ProgressReporter): Promise<CommitResult> {
   const meta = await readTableMeta(deps.dataRoot, input.table);
   if (input.key !== meta.key) throw fail('InvalidInput', `key ${input.key} is not table ${input.table}'s key ${meta.key}`);
-  const { prepared } = input;
-  if (!prepared.preparedPath || prepared.rows === 0) {
+  const all = [input.prepared, ...(input.more ?? [])];
+  const shards = new Set(all.map((p) => p.shard));
+  if (shards.size !== all.length) throw fail('InvalidInput', `commitMerge: two batches of one shard in one commit (${all.map((p) => p.shard).join(', ')})`);
+  progress.report({ phase: 'commit', step: 'read-prepared' });
+  const batch = await readBatches(deps, all);
+  if (batch.numRows === 0) {
     // An empty merge would still create a version: skip it.
     const tbl = await openLanceTable(deps.dataRoot, input.table);
     return { version: tbl ? await tbl.version() : 0, rows: 0 };
   }
-  progress.report({ phase: 'commit', step: 'read-prepared' });
-  const batch = await readPrepared(prepared.preparedPath);
   progress.report({ phase: 'commit', step: 'open' });
   const tbl = await openOrCreateLanceTable(deps.dataRoot, input.table, meta.key, batch.schema);
   await progress.point('commit');
 
   const budget = mergeDeadlineMs(batch.numRows);
   const deadlineMs = Date.now() + budget;
+  const t0 = performance.now();
   const r = await progress.bounded(
     { phase: 'commit', step: 'mergeInsert', deadlineMs },
     conditionalUpsert(tbl, meta.key, batch, { timeoutMs: budget }),
   );
   deps.faults?.afterMergeInsert?.({ attempt: progress.attempt, version: r.version });
-  deps.log?.(
-    `commitMerge ${input.table}/${prepared.shard} ${prepared.fromSeq}..${prepared.toSeq}: version ${r.version}, ${r.inserted} inserted, ${r.updated} updated`,
-  );
-  return { version: r.version, rows: r.inserted + r.updated };
+  const ranges = all.map((p) => `${p.shard} ${p.fromSeq}..${p.toSeq}`).join(', ');
+  deps.log?.(`commitMerge ${input.table} ${ranges}: version ${r.version}, ${r.inserted} inserted, ${r.updated} updated`);
+  return { version: r.version, rows: r.inserted + r.updated, lanceMs: Math.round(performance.now() - t0) };
 }

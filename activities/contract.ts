@@ -44,16 +44,31 @@ export interface PreparedMerge {
    * server: the newest checkpoint on disk), 'batch' (the whole prepared batch was there).
    */
   resumedVia: 'heartbeat' | 'scan' | 'batch' | null;
+  /** Where this attempt's time went (ms), for benchmarks and operators. */
+  timings?: PrepareTimings;
+}
+
+export interface PrepareTimings {
+  /** Reading, checksumming, decoding and validating generation files. */
+  readMs: number;
+  /** Keeping the newest row per key and gathering the winners into one batch. */
+  dedupeMs: number;
+  /** Encoding the prepared batch as Arrow IPC and writing it durably. */
+  encodeMs: number;
 }
 
 export interface CommitMergeInput extends TableRef {
   key: string;
   prepared: PreparedMerge;
+  /** Other shards' prepared batches committed in the same turn, in the same Lance commit. */
+  more?: PreparedMerge[];
 }
 
 export interface CommitResult {
   version: number;
   rows: number;
+  /** Time spent inside the Lance call that commits (ms). */
+  lanceMs?: number;
 }
 
 export interface PlanOptimizeInput extends TableRef {

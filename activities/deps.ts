@@ -1,3 +1,5 @@
+import type { PreparedCache } from './prepared-cache';
+
 // What a worker hands its activities. Workers are stateless: everything durable is in
 // the storage root and in Temporal history.
 
@@ -31,4 +33,6 @@ export interface ActivityDeps {
    * Default 10; 0 checkpoints after every file.
    */
   prepareCheckpointSecs?: number;
+  /** Prepared batches kept for their commit on this worker (createActivities makes one). */
+  preparedCache?: PreparedCache;
 }

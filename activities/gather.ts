@@ -38,7 +38,7 @@ class Chunks {
   }
 }
 
-function gatherFixed(field: Field, columns: Vector[], picks: number[]): Vector {
+function gatherFixed(field: Field, columns: Vector[], picks: ArrayLike<number>): Vector {
   const arrays = columns.map((c) => c.toArray() as ArrayLike<number | bigint>);
   const ArrayType = field.type.ArrayType as new (n: number) => { [i: number]: number | bigint };
   const out = new ArrayType(picks.length);
@@ -50,7 +50,7 @@ function gatherFixed(field: Field, columns: Vector[], picks: number[]): Vector {
   return arrow.makeVector(arrow.makeData({ type: field.type, length: picks.length, nullCount: 0, data: out as never }));
 }
 
-function gatherUtf8(field: Field, columns: Vector[], picks: number[]): Vector | null {
+function gatherUtf8(field: Field, columns: Vector[], picks: ArrayLike<number>): Vector | null {
   const chunks = columns.map((c) => new Chunks(c));
   const at = (p: number): [Data, number] => {
     const s = Math.floor(p / SHIFT);
@@ -75,7 +75,7 @@ function gatherUtf8(field: Field, columns: Vector[], picks: number[]): Vector | 
   return arrow.makeVector(arrow.makeData({ type: field.type as InstanceType<typeof arrow.Utf8>, length: picks.length, nullCount: 0, valueOffsets: offsets, data: bytes }));
 }
 
-function gatherGeneric(field: Field, columns: Vector[], picks: number[]): Vector {
+function gatherGeneric(field: Field, columns: Vector[], picks: ArrayLike<number>): Vector {
   const values = new Array<unknown>(picks.length);
   for (let j = 0; j < picks.length; j++) {
     const p = picks[j] as number;
@@ -88,7 +88,7 @@ function gatherGeneric(field: Field, columns: Vector[], picks: number[]): Vector
 }
 
 /** A new column holding, for each pick (source * SHIFT + row), that row of `columns[source]`. */
-export function gatherColumn(field: Field, columns: Vector[], picks: number[]): Vector {
+export function gatherColumn(field: Field, columns: Vector[], picks: ArrayLike<number>): Vector {
   const t = field.type;
   const noNulls = columns.every((c) => c.nullCount === 0);
   if (noNulls && (arrow.DataType.isInt(t) || arrow.DataType.isFloat(t))) return gatherFixed(field, columns, picks);

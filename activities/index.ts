@@ -8,12 +8,17 @@ import { makePlanIndex } from './plan-index';
 import { makePlanOptimize } from './plan-optimize';
 import { makePrepareMerge } from './prepare-merge';
 import { makeSnapshot } from './snapshot';
+import { PreparedCache } from './prepared-cache';
+
+/** Prepared batches a worker keeps in memory for their commits (see prepared-cache.ts). */
+const PREPARED_CACHE_BYTES = 256 * 2 ** 20;
 
 export type { ActivityDeps, FaultHooks, FreezePoint } from './deps';
 export type { GcInput } from './gc';
 
 /** The activities a worker registers; names are the activity type names. */
-export function createActivities(deps: ActivityDeps) {
+export function createActivities(input: ActivityDeps) {
+  const deps: ActivityDeps = { ...input, preparedCache: input.preparedCache ?? new PreparedCache(PREPARED_CACHE_BYTES) };
   return {
     snapshot: makeSnapshot(deps),
     prepareMerge: makePrepareMerge(deps),

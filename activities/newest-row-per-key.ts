@@ -1,5 +1,6 @@
 import { arrow, type ArrowTable, type Schema, type Vector } from '../src/storage/arrow';
 import { gatherColumn, SHIFT } from './gather';
+import { IntKeyTable } from './int-key-table';
 
 // Deduplication for a merge: feed tables in seq order; for every key the row fed last
 // wins (a later generation, or a later row of the same generation). The source batch
@@ -8,9 +9,8 @@ import { gatherColumn, SHIFT } from './gather';
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
-// Map keys: Int64 keys as numbers when they fit (a Map hashes small numbers much
-// faster than bigints), strings and other ints as they are. The same value always
-// maps to the same JS key, which is all dedup needs.
+// Map keys for columns IntKeyTable does not take (strings): the same value always maps
+// to the same JS key, which is all dedup needs.
 function keyReader(vec: Vector): (row: number) => unknown {
   if (vec.nullCount === 0 && (arrow.DataType.isInt(vec.type) || arrow.DataType.isFloat(vec.type))) {
     const values = vec.toArray() as ArrayLike<number | bigint>;
@@ -22,16 +22,37 @@ function keyReader(vec: Vector): (row: number) => unknown {
   return (i) => vec.get(i) as unknown;
 }
 
+/** Integer key columns without nulls as [lo, hi] Int32 halves per row, without allocating; null for others. */
+function intHalves(vec: Vector): ((row: number, out: Int32Array) => void) | null {
+  if (vec.nullCount !== 0 || !arrow.DataType.isInt(vec.type)) return null;
+  const values = vec.toArray() as ArrayLike<number | bigint> & ArrayBufferView;
+  if (vec.type.bitWidth === 64) {
+    const halves = new Int32Array(values.buffer, values.byteOffset, values.length * 2);
+    return (i, out) => {
+      out[0] = halves[2 * i] as number;
+      out[1] = halves[2 * i + 1] as number;
+    };
+  }
+  // Narrower ints: the value itself; hi keeps unsigned 32-bit values apart from negatives.
+  return (i, out) => {
+    const v = values[i] as number;
+    out[0] = v | 0;
+    out[1] = v < 0 ? -1 : 0;
+  };
+}
+
 export class NewestRowPerKey {
   private readonly sources: ArrowTable[] = [];
   private readonly winner = new Map<unknown, number>();
+  private ints: IntKeyTable | null = null;
+  private intKeys: boolean | undefined;
   private schemaRef: Schema | undefined;
   private rowsSeen = 0;
 
   constructor(private readonly key: string) {}
 
   get size(): number {
-    return this.winner.size;
+    return this.ints ? this.ints.size : this.winner.size;
   }
 
   get rowsRead(): number {
@@ -43,22 +64,41 @@ export class NewestRowPerKey {
     return this.schemaRef;
   }
 
+  /** The one table fed, when its keys were all distinct: it is its own newest-row-per-key. */
+  get single(): ArrowTable | null {
+    return this.sources.length === 1 && this.size === this.rowsSeen ? (this.sources[0] as ArrowTable) : null;
+  }
+
   add(table: ArrowTable): void {
     if (table.numRows === 0) return;
     this.schemaRef ??= table.schema;
     const s = this.sources.length;
     if (s >= 2 ** 20) throw new Error('too many source tables in one merge');
     this.sources.push(table);
-    const keys = keyReader(table.getChild(this.key)!);
-    for (let i = 0; i < table.numRows; i++) this.winner.set(keys(i), s * SHIFT + i);
+    const col = table.getChild(this.key)!;
+    const halves = this.intKeys === false ? null : intHalves(col);
+    // All sources share one schema, so the first decides which table is used.
+    this.intKeys ??= halves !== null;
+    if (halves) {
+      this.ints ??= new IntKeyTable(table.numRows);
+      const kv = new Int32Array(2);
+      const base = s * SHIFT;
+      for (let i = 0; i < table.numRows; i++) {
+        halves(i, kv);
+        this.ints.set(kv[0] as number, kv[1] as number, base + i);
+      }
+    } else {
+      const keys = keyReader(col);
+      for (let i = 0; i < table.numRows; i++) this.winner.set(keys(i), s * SHIFT + i);
+    }
     this.rowsSeen += table.numRows;
   }
 
   /** One table holding the winning rows, in the reference schema; null when empty. */
   build(): ArrowTable | null {
     const schema = this.schemaRef;
-    if (!schema || this.winner.size === 0) return null;
-    const picks = [...this.winner.values()];
+    if (!schema || this.size === 0) return null;
+    const picks: ArrayLike<number> = this.ints ? this.ints.picks : [...this.winner.values()];
     const columns: Record<string, Vector> = {};
     for (const field of schema.fields) {
       columns[field.name] = gatherColumn(

@@ -4,7 +4,7 @@ import { readShardSealed } from '../src/storage/generation-store';
 import { readGcFloor } from '../src/storage/gc-floor';
 import { generationFile, preparedFile, tableLayout, type TableLayout } from '../src/storage/layout';
 import { readTableMeta } from '../src/storage/table-meta';
-import type { PrepareMergeInput, PreparedMerge, Progress } from './contract';
+import type { PrepareMergeInput, PreparedMerge, PrepareTimings, Progress } from './contract';
 import type { ActivityDeps } from './deps';
 import { fail, isNotFound, mapCommonError } from './failures';
 import { NewestRowPerKey } from './newest-row-per-key';
@@ -89,10 +89,12 @@ async function prepare(deps: ActivityDeps, input: PrepareMergeInput, progress: P
   const base = { shard, fromSeq, toSeq, attempt: progress.attempt };
   const total = toSeq - fromSeq + 1;
 
+  const t0 = performance.now();
   const done = await loadValid(out, meta.key);
   if (done) {
     progress.report({ phase: 'encode', bytesWritten: done.bytes });
-    return { ...base, preparedPath: out, rows: done.table.numRows, bytes: done.bytes, resumedFromFile: total, resumedVia: 'batch' };
+    const timings = rounded({ readMs: performance.now() - t0, dedupeMs: 0, encodeMs: 0 });
+    return { ...base, preparedPath: out, rows: done.table.numRows, bytes: done.bytes, resumedFromFile: total, resumedVia: 'batch', timings };
   }
 
   const acc = new NewestRowPerKey(meta.key);
@@ -114,14 +116,19 @@ async function prepare(deps: ActivityDeps, input: PrepareMergeInput, progress: P
     next = gcFloor + 1;
   }
 
+  const timings = { readMs: 0, dedupeMs: 0, encodeMs: 0 };
   const checkpointMs = (deps.prepareCheckpointSecs ?? 10) * 1000;
   let lastCheckpoint = Date.now();
   for (let seq = next; seq <= toSeq; seq++) {
     const file = generationFile(l, shard, seq);
+    let t = performance.now();
     const gen = await readGeneration(file, shard, seq, sealed.sealedThroughSeq);
     const problem = generationProblem(gen, meta.key, seq, acc.schema);
     if (problem) throw fail('InvalidGeneration', `invalid generation ${file}: ${problem}`);
+    timings.readMs += performance.now() - t;
+    t = performance.now();
     acc.add(gen);
+    timings.dedupeMs += performance.now() - t;
     progress.report({ phase: 'read', filesRead: seq - fromSeq + 1, rowsRead: acc.rowsRead, ...(checkpointThroughSeq ? { checkpointThroughSeq } : {}) });
     await progress.point('read');
     if (seq < toSeq && Date.now() - lastCheckpoint >= checkpointMs) {
@@ -137,14 +144,30 @@ async function prepare(deps: ActivityDeps, input: PrepareMergeInput, progress: P
 
   progress.report({ phase: 'encode', bytesWritten: 0 });
   await progress.point('encode');
+  if (acc.single && next === toSeq && !resume) {
+    // One generation with distinct keys is its own newest-row-per-key: the commit reads
+    // the (checksummed, immutable) generation file itself; nothing to encode or write.
+    const file = generationFile(l, shard, toSeq);
+    const bytes = (await fs.stat(file)).size;
+    deps.preparedCache?.put(file, acc.single, bytes);
+    progress.report({ phase: 'encode', bytesWritten: 0 });
+    return { ...base, preparedPath: file, rows: acc.single.numRows, bytes, resumedFromFile, resumedVia, timings: rounded(timings) };
+  }
+  let t = performance.now();
   const batch = acc.build();
-  if (!batch) return { ...base, preparedPath: null, rows: 0, bytes: 0, resumedFromFile, resumedVia };
+  timings.dedupeMs += performance.now() - t;
+  if (!batch) return { ...base, preparedPath: null, rows: 0, bytes: 0, resumedFromFile, resumedVia, timings: rounded(timings) };
+  t = performance.now();
   const { bytes } = await writeIpcFileAtomic(out, batch);
+  timings.encodeMs += performance.now() - t;
+  deps.preparedCache?.put(out, batch, bytes);
   progress.report({ phase: 'encode', bytesWritten: bytes });
   // Checkpoints are left to gc (removed once merged): a checkpoint fromSeq..k is also
   // the prepared batch of a unit fromSeq..k, which may still be waiting to commit.
-  return { ...base, preparedPath: out, rows: batch.numRows, bytes, resumedFromFile, resumedVia };
+  return { ...base, preparedPath: out, rows: batch.numRows, bytes, resumedFromFile, resumedVia, timings: rounded(timings) };
 }
+
+const rounded = (t: PrepareTimings): PrepareTimings => ({ readMs: Math.round(t.readMs), dedupeMs: Math.round(t.dedupeMs), encodeMs: Math.round(t.encodeMs) });
 
 interface ResumePoint {
   k: number;

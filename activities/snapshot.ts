@@ -3,7 +3,7 @@ import type { SnapshotResult, TableRef } from './contract';
 import type { ActivityDeps } from './deps';
 import { mapCommonError } from './failures';
 
-// A scan of the generation store's SEALED.json files: cheap, read-only, any worker.
+// A scan of the generation store (hint, gc floor and a few stats per shard): cheap, read-only, any worker.
 export function makeSnapshot(deps: ActivityDeps) {
   return async function snapshot(input: TableRef): Promise<SnapshotResult> {
     try {

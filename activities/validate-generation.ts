@@ -22,10 +22,14 @@ export function generationProblem(table: ArrowTable, key: string, seq: number | 
   if (!arrow.DataType.isInt(seqs.type) || seqs.type.bitWidth !== 64) return `column ${SEQ_COLUMN} has type ${String(seqs.type)}, expected Int64`;
   if (seqs.nullCount > 0) return `column ${SEQ_COLUMN} has null values`;
   if (seq !== null) {
-    const want = BigInt(seq);
+    // Compared as Int32 halves: reading a BigInt64Array element allocates a BigInt, and
+    // this runs over every row of every generation a merge reads.
     const values = seqs.toArray() as BigInt64Array;
+    const halves = new Int32Array(values.buffer, values.byteOffset, values.length * 2);
+    const lo = Number(BigInt.asIntN(32, BigInt(seq)));
+    const hi = Number(BigInt.asIntN(32, BigInt(seq) >> 32n));
     for (let i = 0; i < values.length; i++) {
-      if (values[i] !== want) return `row ${i} has ${SEQ_COLUMN} ${values[i]}, expected ${seq} (the file's seq)`;
+      if (halves[2 * i] !== lo || halves[2 * i + 1] !== hi) return `row ${i} has ${SEQ_COLUMN} ${values[i]}, expected ${seq} (the file's seq)`;
     }
   }
   return null;

@@ -12,21 +12,20 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import type { Worker } from '@temporalio/worker';
+import type { ChildProcess } from 'node:child_process';
 import { NewestRowPerKey } from '../activities/newest-row-per-key';
 import { connectClient } from '../src/client/connect';
 import { MergeWaiter } from '../src/client/merge-waiter';
 import { TableClient } from '../src/client/table-client';
 import { TableWriter, workflowArgsFor } from '../src/client/table-writer';
 import { shardNames, workflowIdForTable } from '../src/names';
-import { PROJECT_ROOT } from '../src/paths';
-import { startDevServer, type DevServer } from '../src/server/dev-server';
 import type { ArrowTable } from '../src/storage/arrow';
 import { createTableMeta } from '../src/storage/generation-store';
 import { conditionalUpsert, openLanceTable, openOrCreateLanceTable } from '../src/storage/lance-table';
 import { tableFromRows, withSeqColumn } from '../src/storage/records';
-import { createWorker } from '../src/worker/create-worker';
 import { generateRows } from '../src/writer';
+import { formatPhases, phasesOf, type Phases } from './phases';
+import { benchServer, peakRssBytes, startWorkerProcess, stopProcess } from './support';
 
 const { values: opt } = parseArgs({
   options: { shards: { type: 'string', default: '4' }, generations: { type: 'string', default: '40' }, rows: { type: 'string', default: '2500' } },
@@ -60,29 +59,32 @@ interface Result {
 
 const seconds = (t0: number): number => (performance.now() - t0) / 1000;
 
-async function temporalBinary(): Promise<string> {
-  if (process.env.TEMPORAL_CLI_PATH) return process.env.TEMPORAL_CLI_PATH;
-  const mod = (await import(path.join(PROJECT_ROOT, 'scripts', 'ensure-temporal.mjs'))) as { ensureTemporal(): { binary?: string } };
-  return mod.ensureTemporal().binary!;
+interface RunA {
+  result: Result;
+  root: string;
+  phases: Phases;
+  workerPeakRss: number | null;
+  bytesSealed: number;
 }
 
 /** A: seal everything through TableWriter and wait until every shard is merged through its last seq. */
-async function throughWorkflow(tmp: string, gens: Map<string, ArrowTable[]>, total: number): Promise<{ result: Result; root: string }> {
+async function throughWorkflow(tmp: string, gens: Map<string, ArrowTable[]>, total: number): Promise<RunA> {
   const root = path.join(tmp, 'turnstile');
-  let server: DevServer | undefined;
-  let worker: { worker: Worker; run: Promise<void>; close: () => Promise<void> } | undefined;
-  const address = process.env.TEMPORAL_ADDRESS ?? (server = await startDevServer({ binary: await temporalBinary(), dbFile: path.join(tmp, 'temporal.db'), headless: true, logFile: path.join(tmp, 'temporal.log') })).address;
+  let worker: ChildProcess | undefined;
+  const { address, server } = await benchServer(tmp);
   const client = await connectClient({ address, namespace: 'default' });
   try {
     const taskQueue = `bench-merge-${process.pid}`;
-    const w = await createWorker({ address, namespace: 'default', taskQueue, deps: { dataRoot: root }, shutdownGraceSecs: 5 });
-    worker = { worker: w.worker, run: w.worker.run(), close: () => w.connection.close() };
+    worker = await startWorkerProcess(address, taskQueue, root);
     const tables = new TableClient(client, taskQueue);
     const meta = await createTableMeta(root, { name: TABLE, key: KEY, shards: SHARDS, indices: [] });
     // Only merges take turns: optimize/index/gc would add commits B does not do.
     await tables.start({ ...workflowArgsFor(meta), policy: { periodSecs: { optimize: 0, index: 0, gc: 0 } } });
     const writer = await TableWriter.open(tables, root, TABLE);
+    await writer.refreshPressure();
     const waiter = new MergeWaiter(client);
+    const sealMs: number[] = [];
+    let bytesSealed = 0;
 
     const t0 = performance.now();
     // One writer loop per shard, as independent writers would seal; each then waits
@@ -91,25 +93,27 @@ async function throughWorkflow(tmp: string, gens: Map<string, ArrowTable[]>, tot
       SHARDS.map(async (shard) => {
         let last = 0;
         for (const g of gens.get(shard)!) {
+          const ts = performance.now();
           const r = await writer.write(shard, g);
-          if (r.signalError) throw new Error(`demand signal failed: ${r.signalError}`);
+          sealMs.push(performance.now() - ts);
+          bytesSealed += r.bytes;
           last = r.seq;
         }
         await waiter.wait(TABLE, shard, last);
       }),
     );
     const secs = seconds(t0);
+    const { signalError } = await writer.flush();
+    if (signalError) throw new Error(`demand signal failed: ${signalError}`);
+    const workerPeakRss = peakRssBytes(worker.pid!);
     const status = await tables.status(TABLE);
-    const note = `${status.counters.turns.merge} merge turns, ${status.counters.rowsMerged} rows changed`;
-    return { result: { method: 'A  Turnstile (workflow)', rows: total, secs, note }, root };
+    const phases = phasesOf(await tables.handle(TABLE).fetchHistory(), sealMs);
+    const note = `${status.counters.turns.merge} merge turns, ${status.counters.rowsMerged} rows changed, ${writer.demand.signalsSent} demand signals`;
+    return { result: { method: 'A  Turnstile (workflow)', rows: total, secs, note }, root, phases, workerPeakRss, bytesSealed };
   } finally {
     // The workflow would otherwise run on forever on an external server.
     await client.workflow.getHandle(workflowIdForTable(TABLE)).terminate('benchmark done').catch(() => undefined);
-    if (worker) {
-      if (worker.worker.getState() === 'RUNNING') worker.worker.shutdown();
-      await worker.run.catch((e: unknown) => console.error(`worker: ${String(e)}`));
-      await worker.close();
-    }
+    await stopProcess(worker);
     await client.connection.close();
     await server?.stop();
   }
@@ -199,6 +203,10 @@ async function main(): Promise<void> {
     const ok = [compare('A vs B1 (sorted rows by key)', ca, cb1), compare('B2 vs B1 (sorted rows by key)', cb2, cb1)].every(Boolean);
     console.log('');
     printTable([a.result, b1, b2]);
+    console.log(`\nwhere A's time went (from the table's workflow history and the writers' seal timings):`);
+    for (const line of formatPhases(a.phases)) console.log(`  ${line}`);
+    const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
+    console.log(`\nworker peak RSS ${a.workerPeakRss === null ? 'unknown (no /proc)' : mib(a.workerPeakRss)} for ${mib(a.bytesSealed)} of generations merged (${a.workerPeakRss === null ? '-' : (a.workerPeakRss / a.bytesSealed).toFixed(1)}x)`);
     console.log(`\ncontent check: ${ok ? 'PASS' : 'FAIL'}`);
     process.exitCode = ok ? 0 : 1;
   } finally {

@@ -12,6 +12,8 @@ const shard = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/, { message: 'must be
 
 export const demandSchema = z.object({ shard, sealedThroughSeq: seq('sealedThroughSeq'), revision: seq('revision') }).strict();
 export type Demand = z.infer<typeof demandSchema>;
+/** Several shards' demand in one signal: what a writer's DemandSender sends. */
+export const demandsSchema = z.array(demandSchema).min(1).max(1000);
 
 export const bumpSchema = z
   .object({

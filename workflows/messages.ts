@@ -13,6 +13,7 @@ export type StatusView = ReturnType<typeof statusView> & { stalledUnits: string[
 // equals the symbol. Workflows, the client and the tests import these constants.
 
 export const demand = defineSignal<[Demand]>('demand');
+export const demands = defineSignal<[Demand[]]>('demands');
 export const bump = defineSignal<[BumpRequest]>('bump');
 export const pause = defineSignal<[PauseRequest]>('pause');
 export const resume = defineSignal<[PauseRequest]>('resume');

@@ -96,20 +96,23 @@ export async function prepareUnit(st: TableState, unit: Unit): Promise<PolicyEve
 }
 
 /** The one-line summary the Temporal UI shows for the commit: the unit and why it won. */
-export function commitSummary(unit: Unit, why: string): string {
+export function commitSummary(unit: Unit, why: string, riders: Unit[] = []): string {
   const range = unit.kind === 'merge' ? ` ${unit.shard} seq ${unit.fromSeq}-${unit.toSeq}` : '';
-  return `${unit.kind}${range}: ${why}`;
+  const more = riders.length ? ` (with ${riders.map((r) => `${r.shard} seq ${r.fromSeq}-${r.toSeq}`).join(', ')})` : '';
+  return `${unit.kind}${range}${more}: ${why}`;
 }
 
-export async function commitUnit(st: TableState, unit: Unit, why: string): Promise<PolicyEvent> {
-  const acts = commitActivities(st, unit, commitSummary(unit, why));
+export async function commitUnit(st: TableState, unit: Unit, why: string, riders: Unit[] = []): Promise<PolicyEvent> {
+  const acts = commitActivities(st, unit, commitSummary(unit, why, riders));
   const table = st.table;
   try {
     let r: CommitResult;
     switch (unit.kind) {
-      case 'merge':
-        r = await acts.commitMerge({ table, key: st.key, prepared: unit.prepared as PreparedMerge });
+      case 'merge': {
+        const more = riders.map((x) => x.prepared as PreparedMerge);
+        r = await acts.commitMerge({ table, key: st.key, prepared: unit.prepared as PreparedMerge, ...(more.length ? { more } : {}) });
         break;
+      }
       case 'optimize':
         r = await acts.commitOptimize({ table, retentionSecs: st.policy.retentionSecs });
         break;

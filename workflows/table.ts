@@ -4,13 +4,14 @@ import {
   condition,
   continueAsNew,
   log,
+  patched,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
 import { applyOverride, defaultPolicy, type PolicyOverride } from '../src/config/policy-schema';
 import { carryOver, initialState, statusView, stepAll } from '../src/policy';
 import type { Decision, PolicyEvent, TableState } from '../src/policy/types';
-import { awaitMergedSchema, bumpSchema, demandSchema, pauseSchema } from '../src/wire';
+import { awaitMergedSchema, bumpSchema, demandSchema, demandsSchema, pauseSchema } from '../src/wire';
 import * as msg from './messages';
 import { commitUnit, prepareUnit, runSnapshot } from './run-unit';
 import { Alarm } from './alarm';
@@ -44,6 +45,9 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
     if (!policy.ok) throw ApplicationFailure.nonRetryable(`policy: ${policy.error}`, 'InvalidPolicy');
     st = initialState({ table: args.table, key: args.key, shards: args.shards, policy: policy.policy, nowMs: Date.now() });
   }
+  // Grouped merge commits (src/policy/evaluate.ts) change which commits a run makes, so
+  // runs recorded before them replay without.
+  st = { ...st, groupMerges: patched('group-merge-commits') };
   const stalled = new Set(args.carried?.stalled ?? []);
   const inbox: PolicyEvent[] = [{ type: 'timer' }];
   const alarm = new Alarm();
@@ -65,6 +69,11 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
     const r = demandSchema.safeParse(d);
     if (r.success) pushSignal({ type: 'demand', ...r.data });
     else log.warn('invalid demand signal ignored', { error: r.error.message });
+  });
+  setHandler(msg.demands, (ds) => {
+    const r = demandsSchema.safeParse(ds);
+    if (r.success) for (const d of r.data) pushSignal({ type: 'demand', ...d });
+    else log.warn('invalid demands signal ignored', { error: r.error.message });
   });
   setHandler(msg.bump, (b) => {
     const r = bumpSchema.safeParse(b);
@@ -127,7 +136,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
         break;
       case 'commit':
         commitsInFlight++;
-        void commitUnit(st, d.unit, d.why).then((ev) => {
+        void commitUnit(st, d.unit, d.why, d.riders ?? []).then((ev) => {
           commitsInFlight--;
           if (ev.type === 'commitFailed' && ev.stalled) stalled.add(ev.unitId);
           if (ev.type === 'committed') stalled.delete(ev.unitId);

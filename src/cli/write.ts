@@ -43,7 +43,12 @@ async function refusedAsUsage<T>(fn: () => T | Promise<T>): Promise<T> {
 
 function report(name: string, shard: string, r: WriteGenerationResult): void {
   console.log(`sealed ${name}/${shard} seq ${r.seq} (${r.rows} rows${r.delayedMs ? `, delayed ${r.delayedMs} ms by write pressure` : ''})`);
-  if (r.signalError) console.error(`warning: demand signal failed (${r.signalError}); the table's periodic snapshot will pick the generation up`);
+}
+
+/** The demand of every seal goes out in the background; wait for it before exiting. */
+async function flushDemand(writer: TableWriter): Promise<void> {
+  const { signalError } = await writer.flush();
+  if (signalError) console.error(`warning: demand signal failed (${signalError}); the table's periodic snapshot will pick the generation up`);
 }
 
 export async function write(p: Parsed): Promise<void> {
@@ -68,6 +73,7 @@ export async function write(p: Parsed): Promise<void> {
     await writer.refreshPressure();
     if (rowsOfFile && shard === undefined) {
       await refusedAsUsage(() => writer.writeRouted(rowsOfFile, (r) => report(name, r.shard, r)));
+      await flushDemand(writer);
       return;
     }
     let rows: ArrowTable | ReturnType<typeof generateRows>;
@@ -90,5 +96,6 @@ export async function write(p: Parsed): Promise<void> {
     shown.show(`sealing ${rowsOfFile ? rowsOfFile.numRows : count} rows into ${name}/${shard}`);
     const r = await writer.write(shard!, rows).finally(() => shown.done());
     report(name, shard!, r);
+    await flushDemand(writer);
   });
 }

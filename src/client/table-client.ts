@@ -1,6 +1,7 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import type { SignalDefinition } from '@temporalio/common';
 import { workflowIdForTable } from '../names';
-import { bumpSchema, demandSchema, pauseSchema, type BumpRequest, type Demand, type PauseRequest } from '../wire';
+import { bumpSchema, demandSchema, demandsSchema, pauseSchema, type BumpRequest, type Demand, type PauseRequest } from '../wire';
 import { applyOverride, defaultPolicy, type PolicyOverride } from '../config/policy-schema';
 import * as msg from '../../workflows/messages';
 import type { StatusView } from '../../workflows/messages';
@@ -42,13 +43,21 @@ export class TableClient {
 
   /** Registers and signals in one call: starts the workflow if it is not running. */
   async demand(args: TableWorkflowArgs, d: Demand): Promise<void> {
-    const demand = check(demandSchema.safeParse(d), 'demand');
+    await this.signalWithStart(args, msg.demand, check(demandSchema.safeParse(d), 'demand'));
+  }
+
+  /** Several shards' demand in one signal-with-start (what TableWriter sends). */
+  async demands(args: TableWorkflowArgs, ds: Demand[]): Promise<void> {
+    await this.signalWithStart(args, msg.demands, check(demandsSchema.safeParse(ds), 'demands'));
+  }
+
+  private async signalWithStart<T>(args: TableWorkflowArgs, signal: SignalDefinition<[T]>, payload: T): Promise<void> {
     await this.client.workflow.signalWithStart(tableWorkflow, {
       workflowId: workflowIdForTable(args.table),
       taskQueue: this.taskQueue,
       args: [args],
-      signal: msg.demand,
-      signalArgs: [demand],
+      signal,
+      signalArgs: [payload],
     });
   }
 

@@ -4,11 +4,12 @@ import type { ArrowTable } from '../storage/arrow';
 import type { Row } from '../storage/records';
 import type { TableWorkflowArgs } from '../../workflows';
 import type { TableClient } from './table-client';
+import { DemandSender } from './demand-sender';
 import { writeRouted, type RoutedWriteResult } from '../writer/write-routed';
 
 // A writer bound to one table: seals generations into the store, sends the demand with
-// signal-with-start (so the first write also starts the table's workflow), and carries
-// the table's last published write pressure into the next seal.
+// signal-with-start (so the first write also starts the table's workflow) in the
+// background, and carries the table's last published write pressure into the next seal.
 
 /** The workflow's start arguments; used by signal-with-start only when it is not running. */
 export const workflowArgsFor = (meta: TableMeta): TableWorkflowArgs => ({
@@ -24,12 +25,17 @@ const PRESSURE_REFRESH_MS = 500;
 export class TableWriter {
   private pressure: WritePressure | undefined;
   private pressureAtMs = 0;
+  private refreshing: Promise<unknown> | null = null;
+  /** Demand goes out in the background, coalesced: see demand-sender.ts. */
+  readonly demand: DemandSender;
 
   private constructor(
     private readonly tables: TableClient,
     private readonly root: string,
     readonly meta: TableMeta,
-  ) {}
+  ) {
+    this.demand = new DemandSender((ds) => this.tables.demands(workflowArgsFor(this.meta), ds));
+  }
 
   static async open(tables: TableClient, root: string, table: string): Promise<TableWriter> {
     return new TableWriter(tables, root, await readTableMeta(root, table));
@@ -49,23 +55,29 @@ export class TableWriter {
 
   /**
    * Seals one generation: waits writePressure * maxWriteDelayMs first, refuses with a
-   * retryable OverBacklogError at hardBacklog, then signals the demand.
+   * retryable OverBacklogError at hardBacklog. Returns once the generation is durable;
+   * its demand is signalled in the background (flush() waits for that). The pressure
+   * acted on is the last one known, refreshed in the background every 500 ms; only a
+   * writer that never asked waits for its first answer.
    */
   async write(shard: string, rows: ArrowTable | readonly Row[]): Promise<WriteGenerationResult> {
-    if (Date.now() - this.pressureAtMs >= PRESSURE_REFRESH_MS) await this.refreshPressure();
     if (!this.meta.shards.includes(shard)) throw new Error(`--shard: ${JSON.stringify(shard)} is not a shard of ${this.meta.name}; accepted: ${this.meta.shards.join(', ')}`);
-    const result = await writeGeneration({
+    if (this.pressureAtMs === 0) await this.refreshPressure();
+    else if (Date.now() - this.pressureAtMs >= PRESSURE_REFRESH_MS && !this.refreshing) {
+      this.refreshing = this.refreshPressure().finally(() => (this.refreshing = null));
+    }
+    return writeGeneration({
       root: this.root,
       table: this.meta.name,
       shard,
       rows,
       pressure: this.pressure,
-      signal: async (demand) => {
-        await this.tables.demand(workflowArgsFor(this.meta), demand);
-        return undefined;
+      meta: this.meta,
+      signal: (d) => {
+        this.demand.offer(d);
+        return Promise.resolve();
       },
     });
-    return result;
   }
 
   /**
@@ -75,5 +87,11 @@ export class TableWriter {
    */
   async writeRouted(rows: ArrowTable | readonly Row[], onSealed?: (r: RoutedWriteResult) => void): Promise<RoutedWriteResult[]> {
     return writeRouted({ root: this.root, meta: this.meta, write: (shard, part) => this.write(shard, part) }, rows, onSealed);
+  }
+
+  /** Waits until the demand of every seal so far reached the table; returns the last signal failure, if any. */
+  async flush(): Promise<{ signalError?: string }> {
+    const signalError = await this.demand.flush();
+    return signalError ? { signalError } : {};
   }
 }

@@ -26,7 +26,7 @@ export function cloneState(s: TableState): TableState {
     policy: s.policy,
     shards: s.shards.map((sh) => ({ ...sh })),
     units: s.units.map(cloneUnit),
-    turn: s.turn ? { ...s.turn } : null,
+    turn: s.turn ? { ...s.turn, ...(s.turn.riders ? { riders: [...s.turn.riders] } : {}) } : null,
     streak: s.streak ? { ...s.streak } : null,
     pausedKinds: [...s.pausedKinds],
     bumps: s.bumps.map((b) => ({ ...b, target: { ...b.target } })),

@@ -1,19 +1,46 @@
 import { cloneUnit } from './clone';
-import { pickTurn, promotionAtMs, waitedMs, type TurnPick } from './order';
+import { pickTurn, promotionAtMs, turnOrder, waitedMs, type TurnPick } from './order';
+import type { Unit } from './types';
 import { createUnits } from './units';
 import type { Decision, TableState } from './types';
 
 // The time-driven rules, run after every event. Running it twice at the same nowMs
 // changes nothing, so a late or duplicate event can safely trigger it too.
 
+/** Most merges committed in one turn (the lead included). */
+export const MAX_GROUP = 16;
+
+/**
+ * The merges that ride along in a merge's turn: those next in turn order after it, up to
+ * the first unit of another kind. A commit's fixed cost (a Lance commit, a Temporal
+ * turn) is then paid once for all shards that are ready, and no unit goes before one
+ * that ranks ahead of it: the riders would have had the following turns anyway. Keys
+ * belong to one shard each, so the batches never touch the same row.
+ */
+function ridersOf(state: TableState, pick: TurnPick, nowMs: number): Unit[] {
+  const lead = pick.unit;
+  if (!state.groupMerges || lead.kind !== 'merge' || lead.solo) return [];
+  const riders: Unit[] = [];
+  for (const u of turnOrder(state, nowMs)) {
+    if (u === lead) continue;
+    if (u.kind !== 'merge') break;
+    if (u.solo) continue;
+    riders.push(u);
+    if (riders.length >= MAX_GROUP - 1) break;
+  }
+  return riders;
+}
+
 function grant(state: TableState, pick: TurnPick, nowMs: number, decisions: Decision[]): void {
   const u = pick.unit;
-  u.state = 'committing';
-  state.turn = { unitId: u.id, kind: u.kind, sinceMs: nowMs, why: pick.why };
+  const riders = ridersOf(state, pick, nowMs);
+  state.turn = { unitId: u.id, kind: u.kind, sinceMs: nowMs, why: pick.why, ...(riders.length ? { riders: riders.map((r) => r.id) } : {}) };
   state.streak = state.streak?.kind === u.kind ? { kind: u.kind, count: state.streak.count + 1 } : { kind: u.kind, count: 1 };
-  const waitedSecs = waitedMs(u, nowMs) / 1000;
-  state.counters.maxTurnWaitSecs[u.kind] = Math.max(state.counters.maxTurnWaitSecs[u.kind], waitedSecs);
-  decisions.push({ type: 'commit', unit: cloneUnit(u), why: pick.why });
+  for (const x of [u, ...riders]) {
+    x.state = 'committing';
+    state.counters.maxTurnWaitSecs[x.kind] = Math.max(state.counters.maxTurnWaitSecs[x.kind], waitedMs(x, nowMs) / 1000);
+  }
+  decisions.push({ type: 'commit', unit: cloneUnit(u), why: pick.why, ...(riders.length ? { riders: riders.map(cloneUnit) } : {}) });
 }
 
 export function evaluate(state: TableState, nowMs: number, decisions: Decision[]): void {

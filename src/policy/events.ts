@@ -65,30 +65,56 @@ function onPrepareFailed(state: TableState, e: Ev<'prepareFailed'>, nowMs: numbe
   giveUp(state, u, nowMs, e.error);
 }
 
+/** The units that rode in the holder's turn (see evaluate.ts), still committing. */
+function ridersOf(state: TableState): Unit[] {
+  const ids = state.turn?.riders ?? [];
+  return state.units.filter((u) => ids.includes(u.id) && u.state === 'committing');
+}
+
 function onCommitted(state: TableState, e: Ev<'committed'>, nowMs: number): void {
   const u = holder(state, e.unitId);
   if (!u) return;
+  const riders = ridersOf(state);
   state.turn = null;
   state.counters.turns[u.kind]++;
   state.counters.retries += Math.max(0, e.attempts - 1);
   state.version = Math.max(state.version, e.version);
   finish(state, u, nowMs, e.rows ?? 0);
+  for (const r of riders) finish(state, r, nowMs, 0);
 }
 
-function onCommitFailed(state: TableState, e: Ev<'commitFailed'>, nowMs: number): void {
-  const u = holder(state, e.unitId);
-  if (!u) return;
-  state.turn = null;
-  if (e.stalled) state.counters.stalls++;
-  state.counters.retries++;
-  u.lastError = e.error;
-  if (!e.retryable) return giveUp(state, u, nowMs, e.error);
+function backOff(state: TableState, u: Unit, nowMs: number, error: string): void {
   const p = state.policy;
+  u.lastError = error;
   u.commitAttempts++;
   u.state = 'backoff';
   // readySinceMs is kept: the wait that counts towards promotion goes on.
   const secs = Math.min(p.commitRetryBaseSecs * 2 ** (u.commitAttempts - 1), p.commitRetryMaxSecs);
   u.notBeforeMs = nowMs + secs * 1000;
+}
+
+function onCommitFailed(state: TableState, e: Ev<'commitFailed'>, nowMs: number): void {
+  const u = holder(state, e.unitId);
+  if (!u) return;
+  const riders = ridersOf(state);
+  state.turn = null;
+  if (e.stalled) state.counters.stalls++;
+  state.counters.retries++;
+  if (e.retryable) {
+    for (const x of [u, ...riders]) backOff(state, x, nowMs, e.error);
+    return;
+  }
+  if (riders.length === 0) {
+    u.lastError = e.error;
+    return giveUp(state, u, nowMs, e.error);
+  }
+  // Which batch of the group was bad is not known: each unit commits alone next, so
+  // the bad one is held by itself and the others go on.
+  for (const x of [u, ...riders]) {
+    x.lastError = e.error;
+    x.solo = true;
+    x.state = 'ready';
+  }
 }
 
 const sameTarget = (a: Bump['target'], b: Bump['target']): boolean =>

@@ -5,7 +5,7 @@ import { KINDS, type Kind, type PerKind } from './types';
 
 const perKind = <T>(v: T): PerKind<T> => Object.fromEntries(KINDS.map((k: Kind) => [k, v])) as PerKind<T>;
 
-export function initialState(args: { table: string; key: string; shards: string[]; policy: Policy; nowMs: number }): TableState {
+export function initialState(args: { table: string; key: string; shards: string[]; policy: Policy; nowMs: number; groupMerges?: boolean }): TableState {
   const { policy, nowMs } = args;
   const names = [...new Set(args.shards)].sort(byName);
   return {
@@ -30,6 +30,7 @@ export function initialState(args: { table: string; key: string; shards: string[
     },
     snapshotInFlight: false,
     writePressure: 0,
+    groupMerges: args.groupMerges ?? true,
   };
 }
 

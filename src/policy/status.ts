@@ -35,7 +35,7 @@ export interface StatusView {
   writePressure: number;
   backlog: number;
   shards: { shard: string; sealedThroughSeq: number; mergedThroughSeq: number; heldReason: string | null }[];
-  turn: { unitId: string; kind: Kind; sinceSecs: number; why: string } | null;
+  turn: { unitId: string; kind: Kind; sinceSecs: number; why: string; riders?: string[] } | null;
   /**
    * phase (and progress, attempt) come from the preparation's last heartbeat, which the
    * workflow never sees: the client fills them in from describe() (see table-client.ts).
@@ -103,7 +103,13 @@ export function statusView(state: TableState, nowMs: number): StatusView {
       heldReason: s.heldReason,
     })),
     turn: state.turn
-      ? { unitId: state.turn.unitId, kind: state.turn.kind, sinceSecs: Math.max(0, nowMs - state.turn.sinceMs) / 1000, why: state.turn.why }
+      ? {
+          unitId: state.turn.unitId,
+          kind: state.turn.kind,
+          sinceSecs: Math.max(0, nowMs - state.turn.sinceMs) / 1000,
+          why: state.turn.why,
+          ...(state.turn.riders ? { riders: [...state.turn.riders] } : {}),
+        }
       : null,
     preparing: state.units
       .filter((u) => u.state === 'preparing')

@@ -75,6 +75,11 @@ export interface Unit {
   reservedBytes: number;
   /** Last failure of this unit (shown in status while it backs off). */
   lastError: string | null;
+  /**
+   * Set when a grouped commit this unit rode in failed for good: it commits alone next,
+   * so a bad batch holds only its own shard. Absent in states from before grouping.
+   */
+  solo?: boolean;
 }
 
 export interface Bump {
@@ -101,6 +106,8 @@ export interface TurnHolder {
   sinceMs: number;
   /** Why it won: "class 1, promoted after 30 s". */
   why: string;
+  /** Merge units committed in the same turn, in one Lance commit (see evaluate.ts). */
+  riders?: string[];
 }
 
 export interface TableState {
@@ -124,6 +131,11 @@ export interface TableState {
   snapshotInFlight: boolean;
   /** Write pressure last published, in [0, 1]. */
   writePressure: number;
+  /**
+   * Whether ready merges ride along in a merge's turn. The workflow turns it off for runs
+   * recorded before it existed (replay); absent in their carried states.
+   */
+  groupMerges?: boolean;
 }
 
 // ---- events fed by the workflow shell ----
@@ -146,7 +158,8 @@ export type PolicyEvent =
 
 export type Decision =
   | { type: 'prepare'; unit: Unit }
-  | { type: 'commit'; unit: Unit; why: string }
+  /** riders: merges committed with `unit` in the same turn (one Lance commit). */
+  | { type: 'commit'; unit: Unit; why: string; riders?: Unit[] }
   | { type: 'snapshot' }
   /** One durable timer for the earliest deadline; null means no timer is needed. */
   | { type: 'wakeAt'; atMs: number | null }

@@ -10,6 +10,16 @@ import { SEARCH_ATTRIBUTE_FLAGS } from '../../workflows/search-attributes';
 // Web UI. The child dies with us: stop() on shutdown, and a synchronous kill on exit so
 // no server is left orphaned when the parent crashes.
 
+/**
+ * Server settings Turnstile relies on (set them on a cluster too, see README):
+ * eager activity execution hands an activity scheduled by a workflow task straight
+ * back to the worker that completed the task (skipping a matching round trip on each
+ * preparation and commit, so a turn changes hands sooner).
+ */
+export const DEV_DYNAMIC_CONFIG: Record<string, unknown> = {
+  'system.enableActivityEagerExecution': true,
+};
+
 export interface DevServerOptions {
   binary: string;
   /** SQLite file; the directory is created. */
@@ -85,6 +95,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     '--sqlite-pragma', 'journal_mode=wal',
     '--log-level', 'warn',
     ...SEARCH_ATTRIBUTE_FLAGS.flatMap((sa) => ['--search-attribute', sa]),
+    ...Object.entries(DEV_DYNAMIC_CONFIG).flatMap(([k, v]) => ['--dynamic-config-value', `${k}=${JSON.stringify(v)}`]),
     ...(opts.headless ? ['--headless'] : ['--ui-port', String(uiPort)]),
   ];
   const out = opts.logFile ? fs.openSync(opts.logFile, 'a') : 'ignore';

@@ -3,11 +3,11 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type * as ArrowNs from 'apache-arrow';
-import { writeFileAtomic } from './atomic-file';
+import { writeFilesAtomic } from './atomic-file';
 
 // The file helpers live in atomic-file.ts (which needs no Arrow, so modules that only
 // write JSON do not load apache-arrow); re-exported for the modules that use both.
-export { fsyncDir, tempPathFor, writeFileAtomic } from './atomic-file';
+export { fsyncDir, tempPathFor, writeFileAtomic, writeFilesAtomic } from './atomic-file';
 
 // lancedb loads apache-arrow with CommonJS `require`. An ESM `import` of the same
 // package (what vitest and tsx do for node_modules) yields a SECOND Arrow instance,
@@ -45,7 +45,7 @@ export function toTable(data: ArrowTable | RecordBatch): ArrowTable {
 
 // Arrow IPC has no checksum of its own: a flipped bit inside a column decodes as a
 // different value. Every IPC file written here gets a sidecar `<file>.sha256` holding
-// the digest and length of the whole file, written (durably) before the file itself,
+// the digest and length of the whole file, in place (durably) no later than the file itself,
 // so a file that exists always has its sidecar. Readers verify when the sidecar exists;
 // files from before checksums existed have none and are only structurally checked.
 
@@ -55,8 +55,11 @@ const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes)
 /** Write a table or batch as an Arrow IPC file (file format, with footer) atomically, checksummed. */
 export async function writeIpcFileAtomic(file: string, data: ArrowTable | RecordBatch): Promise<{ bytes: number }> {
   const bytes = arrow.tableToIPC(toTable(data), 'file');
-  await writeFileAtomic(checksumFile(file), `${sha256(bytes)} ${bytes.byteLength}\n`);
-  await writeFileAtomic(file, bytes);
+  // The sidecar is renamed into place before the file, so a file that exists has one.
+  await writeFilesAtomic([
+    { file: checksumFile(file), bytes: `${sha256(bytes)} ${bytes.byteLength}\n` },
+    { file, bytes },
+  ]);
   return { bytes: bytes.byteLength };
 }
 

@@ -2,7 +2,8 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { SnapshotResult } from '../../activities/contract';
 import { SEQ_COLUMN, validateShardName } from '../names';
-import { arrow, writeFileAtomic, writeIpcFileAtomic, type ArrowTable } from './arrow';
+import { arrow, tempPathFor, writeIpcFileAtomic, type ArrowTable } from './arrow';
+import { readGcFloor } from './gc-floor';
 import { checkTableSchema } from './table-schema';
 import { withFileLock } from './file-lock';
 import { generationFile, sealedFile, shardDir, tableLayout } from './layout';
@@ -12,10 +13,9 @@ import { readTableMeta, type TableMeta } from './table-meta';
 
 export { createTableMeta, readTableMeta, listTables, TableNotFoundError, TableExistsError, type TableMeta } from './table-meta';
 
-// The generation store: per shard, immutable generation files numbered by a dense seq,
-// and SEALED.json {sealedThroughSeq, revision}. SEALED.json is the only mutable file
-// and the source of truth for what is sealed; gc deletes merged generation files but
-// never SEALED.json, so a snapshot never sees the sealed-through seq drop.
+// The generation store: per shard, immutable generation files numbered by a dense seq.
+// gc deletes merged generation files only after raising the shard's floor (GC.json),
+// so a snapshot never sees the sealed-through seq drop (see readShardSealed).
 
 export interface ShardSealed {
   shard: string;
@@ -40,20 +40,56 @@ export interface GenerationEntry {
 
 const GENERATION_NAME = /^(\d{12})\.arrow$/;
 
-export async function readShardSealed(root: string, table: string, shard: string): Promise<ShardSealed> {
-  const file = sealedFile(tableLayout(root, table), shard);
+// What is sealed is what exists: a generation is sealed the moment its file is renamed
+// into place (after fsync), so a seal costs one durable file write. SEALED.json is a
+// hint written after each seal (not fsynced: losing it costs a few stats), and
+// GC.json's floor covers what gc deleted. The sealed-through seq of a shard is the
+// highest seq reachable from max(hint, floor) through consecutive existing files. Seqs
+// are taken under the shard's lock, so files never have gaps above the floor.
+// `revision` is the number of seals, which equals the seq (both start at 0 and every
+// seal raises each by one); SEALED.json keeps the field for stores written before.
+
+async function readHint(file: string): Promise<number> {
   let text: string;
   try {
     text = await fs.readFile(file, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { shard, sealedThroughSeq: 0, revision: 0 };
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
     throw err;
   }
-  const v = JSON.parse(text) as Partial<ShardSealed>;
-  if (!Number.isSafeInteger(v.sealedThroughSeq) || !Number.isSafeInteger(v.revision)) {
+  let v: Partial<ShardSealed>;
+  try {
+    v = JSON.parse(text) as Partial<ShardSealed>;
+  } catch {
+    return 0; // torn by a crash (it is not fsynced): probe from the gc floor instead
+  }
+  if (!Number.isSafeInteger(v.sealedThroughSeq) || (v.sealedThroughSeq as number) < 0) {
     throw new Error(`${file}: invalid contents ${JSON.stringify(text)}`);
   }
-  return { shard, sealedThroughSeq: v.sealedThroughSeq as number, revision: v.revision as number };
+  return v.sealedThroughSeq as number;
+}
+
+const exists = (file: string): Promise<boolean> =>
+  fs.stat(file).then(
+    () => true,
+    (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return false;
+      throw err;
+    },
+  );
+
+export async function readShardSealed(root: string, table: string, shard: string): Promise<ShardSealed> {
+  const l = tableLayout(root, table);
+  let seq = await readHint(sealedFile(l, shard));
+  for (;;) {
+    while (await exists(generationFile(l, shard, seq + 1))) seq++;
+    // Read after probing: files gc deleted while we probed are below the floor it
+    // recorded before deleting them, so the floor covers the gap.
+    const floor = await readGcFloor(root, table, shard);
+    if (floor <= seq) break;
+    seq = floor;
+  }
+  return { shard, sealedThroughSeq: seq, revision: seq };
 }
 
 export async function readSealed(root: string, table: string): Promise<SnapshotResult> {
@@ -88,12 +124,14 @@ function assertRouting(table: ArrowTable, meta: TableMeta, shard: string): void 
 
 export interface SealOptions {
   lockTimeoutMs?: number;
+  /** table.json as the caller read it: name, key and shards never change. */
+  meta?: TableMeta;
 }
 
 /**
- * Seal one generation: under the shard's lock, seq = sealedThroughSeq + 1, write the
- * file atomically, then atomically advance SEALED.json. A crash between the two leaves
- * an unsealed file with the next seq, which the next seal overwrites.
+ * Seal one generation: under the shard's lock, seq = sealedThroughSeq + 1, then write
+ * the file atomically and durably; once it is in place it is sealed. A crash before the
+ * rename leaves only a temp file (gc removes it); the same seq is taken again.
  */
 export async function sealGeneration(
   root: string,
@@ -102,7 +140,7 @@ export async function sealGeneration(
   rows: ArrowTable | readonly Row[],
   opts: SealOptions = {},
 ): Promise<SealResult> {
-  const meta = await readTableMeta(root, table);
+  const meta = opts.meta?.name === table ? opts.meta : await readTableMeta(root, table);
   assertShard(meta, shard);
   let input: ArrowTable;
   if (Array.isArray(rows)) input = tableFromRows(rows as readonly Row[], meta.key);
@@ -122,13 +160,14 @@ export async function sealGeneration(
   return withFileLock(
     path.join(dir, 'SEAL.lock'),
     async () => {
-      const before = await readShardSealed(root, table, shard);
-      const seq = before.sealedThroughSeq + 1;
-      const revision = before.revision + 1;
+      const seq = (await readShardSealed(root, table, shard)).sealedThroughSeq + 1;
       const file = generationFile(l, shard, seq);
       const { bytes } = await writeIpcFileAtomic(file, withSeqColumn(input, seq, meta.key));
-      await writeFileAtomic(sealedFile(l, shard), JSON.stringify({ sealedThroughSeq: seq, revision }));
-      return { seq, revision, path: file, rows: input.numRows, bytes };
+      // A hint only (see readShardSealed): renamed so readers never see it torn, not fsynced.
+      const hint = tempPathFor(sealedFile(l, shard));
+      await fs.writeFile(hint, JSON.stringify({ sealedThroughSeq: seq, revision: seq }), { flag: 'wx' });
+      await fs.rename(hint, sealedFile(l, shard));
+      return { seq, revision: seq, path: file, rows: input.numRows, bytes };
     },
     { timeoutMs: opts.lockTimeoutMs },
   );

@@ -6,6 +6,8 @@
 // hash(shard, key). It does not depend on the order of `shards`, and adding a shard
 // moves only the keys the new shard wins.
 
+import { fmix32 } from '../fmix32';
+
 export type Key = string | number | bigint;
 
 /** Canonical text of a key: 5, 5n and "5" are the same key (Int64 columns read back as bigint). */
@@ -25,12 +27,7 @@ function hash32(text: string): number {
     h ^= text.charCodeAt(i);
     h = Math.imul(h, 0x01000193);
   }
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
+  return fmix32(h);
 }
 
 export function shardOfKey(key: Key, shards: readonly string[]): string {

@@ -1,5 +1,5 @@
 import type { ArrowTable } from '../storage/arrow';
-import { sealGeneration, type SealResult } from '../storage/generation-store';
+import { sealGeneration, type SealResult, type TableMeta } from '../storage/generation-store';
 import type { Row } from '../storage/records';
 import { OverBacklogError } from './errors';
 
@@ -30,6 +30,8 @@ export interface WriteGenerationOptions {
   pressure?: WritePressure;
   /** Sends the demand; may answer with fresh pressure for the writer's next seal. */
   signal?: (demand: Demand) => Promise<WritePressure | void>;
+  /** The table's metadata when the caller has it (saves reading table.json per seal). */
+  meta?: TableMeta;
   /** Injected in tests. */
   sleep?: (ms: number) => Promise<void>;
 }
@@ -63,7 +65,7 @@ export async function writeGeneration(opts: WriteGenerationOptions): Promise<Wri
     delayedMs = writeDelayMs(opts.pressure);
     if (delayedMs > 0) await (opts.sleep ?? defaultSleep)(delayedMs);
   }
-  const sealed = await sealGeneration(opts.root, opts.table, opts.shard, opts.rows);
+  const sealed = await sealGeneration(opts.root, opts.table, opts.shard, opts.rows, opts.meta ? { meta: opts.meta } : {});
   const result: WriteGenerationResult = { ...sealed, delayedMs };
   if (opts.signal) {
     try {

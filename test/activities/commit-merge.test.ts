@@ -110,13 +110,59 @@ describe('commitMerge', () => {
     expect(steps[2]!.deadlineMs).toBeGreaterThanOrEqual(t0 + 30_000);
   });
 
-  it('a missing prepared batch fails non-retryably so the unit is prepared again', async () => {
-    await sealMany(f, 's0', 1, 10, [0, 99]);
-    const p = await prep(1, 1);
+  it('a missing prepared batch fails non-retryably so the unit is prepared again (commit on another worker)', async () => {
+    await sealMany(f, 's0', 2, 10, [0, 99]);
+    const p = await prep(1, 2);
     const { rmSync } = await import('node:fs');
     rmSync(p.preparedPath!);
-    const err = await commit(p).catch((e: unknown) => e);
+    const otherWorker = createActivities({ dataRoot: f.root });
+    const err = await commit(p, otherWorker).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ApplicationFailure);
     expect((err as ApplicationFailure).type).toBe('PreparedMissing');
+  });
+
+  it('on the worker that prepared it, the commit takes the batch from memory instead of reading it again', async () => {
+    await sealMany(f, 's0', 2, 10, [0, 99]);
+    const p = await prep(1, 2);
+    const { rmSync } = await import('node:fs');
+    rmSync(p.preparedPath!); // gone from disk: only the in-memory copy can serve it
+    const r = await commit(p);
+    expect(r.rows).toBe(p.rows);
+    expect(await tableRows(f)).toHaveLength(p.rows);
+  });
+
+  it('one generation with distinct keys is its own prepared batch: nothing is copied', async () => {
+    await sealMany(f, 's0', 1, 10, [0, 99]);
+    const p = await prep(1, 1);
+    expect(p.preparedPath).toMatch(/gen\/s0\/000000000001\.arrow$/);
+    expect(p.timings).toMatchObject({ encodeMs: 0 });
+    expect((await commit(p, createActivities({ dataRoot: f.root }))).rows).toBe(10);
+  });
+
+  it('batches of several shards commit together in one Lance commit, and re-applying them changes nothing', async () => {
+    await sealMany(f, 's0', 2, 10, [0, 99]);
+    await sealMany(f, 's1', 3, 10, [0, 99]);
+    const a = await prep(1, 2, 's0');
+    const b = await prep(1, 3, 's1');
+    expect(await openLanceTable(f.root, f.table)).toBeNull();
+    const r = await run(f.acts.commitMerge, [{ table: f.table, key: 'id', prepared: a, more: [b] }]);
+    expect(r.rows).toBe(a.rows + b.rows);
+    const rows = await tableRows(f);
+    expect(rows).toHaveLength(a.rows + b.rows);
+    const tbl = await openLanceTable(f.root, f.table);
+    // Version 1 creates the table, 2 sets its primary key, 3 is the one merge of both shards.
+    expect(await tbl!.version()).toBe(3);
+    const again = await run(createActivities({ dataRoot: f.root }).commitMerge, [{ table: f.table, key: 'id', prepared: a, more: [b] }]);
+    expect(again.rows).toBe(0);
+    expect(await tableRows(f)).toEqual(rows);
+  });
+
+  it('two batches of one shard in one commit are refused', async () => {
+    await sealMany(f, 's0', 2, 10, [0, 99]);
+    const a = await prep(1, 1);
+    const b = await prep(2, 2);
+    const err = await run(f.acts.commitMerge, [{ table: f.table, key: 'id', prepared: a, more: [b] }]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect((err as Error).message).toMatch(/two batches of one shard/);
   });
 });

@@ -38,3 +38,34 @@ describe('NewestRowPerKey', () => {
     expect(out.toArray().map((r: Record<string, unknown>) => [r.id, r.n]).sort()).toEqual([['a', 3], ['b', 2]]);
   });
 });
+
+describe('NewestRowPerKey on integer keys (typed hash table)', () => {
+  it('matches a Map of the last row per key on random Int64 keys, negative and beyond 2^53 included', async () => {
+    const fc = (await import('fast-check')).default;
+    const key = fc.oneof(fc.bigInt({ min: -50n, max: 50n }), fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), fc.constantFrom(2n ** 53n, -(2n ** 53n), 2n ** 32n, -(2n ** 32n), 2n ** 31n, 2n ** 63n - 1n, -(2n ** 63n)));
+    fc.assert(
+      fc.property(fc.array(fc.array(key, { minLength: 1, maxLength: 60 }), { minLength: 1, maxLength: 5 }), (gens) => {
+        const acc = new NewestRowPerKey('id');
+        const want = new Map<string, string>();
+        gens.forEach((keys, g) => {
+          const rows = keys.map((k, i) => ({ id: k, tag: `${g}:${i}` }));
+          acc.add(withSeqColumn(tableFromRows(rows, 'id'), g + 1, 'id'));
+          for (const r of rows) want.set(String(r.id), r.tag);
+        });
+        const out = acc.build()!;
+        const got = new Map(out.toArray().map((r: Record<string, unknown>) => [String(r.id), String(r.tag)]));
+        expect(got).toEqual(want);
+        expect(out.numRows).toBe(want.size);
+        expect(acc.single !== null).toBe(gens.length === 1 && new Set(gens[0]!.map(String)).size === gens[0]!.length);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('Int32 keys: negatives and large unsigned values stay distinct', () => {
+    const t = new arrow.Table({ id: arrow.vectorFromArray([-1, 1, -1, 2147483647, -2147483648], new arrow.Int32()), n: arrow.vectorFromArray([1, 2, 3, 4, 5], new arrow.Float64()) });
+    const acc = new NewestRowPerKey('id');
+    acc.add(t);
+    expect(acc.build()!.toArray().map((r: Record<string, unknown>) => [r.id, r.n])).toEqual([[-1, 3], [1, 2], [2147483647, 4], [-2147483648, 5]]);
+  });
+});

@@ -118,7 +118,7 @@ describe('prepareMerge', () => {
     const first = await run(f.acts.prepareMerge, [input(1, 4)]);
     const r = start(f.acts.prepareMerge, [input(1, 4)], { attempt: 2, heartbeatDetails: { phase: 'encode', bytesWritten: 0 } });
     const again = await r.result;
-    expect(again).toEqual({ ...first, attempt: 2, resumedFromFile: 4, resumedVia: 'batch' });
+    expect(again).toEqual({ ...first, attempt: 2, resumedFromFile: 4, resumedVia: 'batch', timings: { readMs: expect.any(Number), dedupeMs: 0, encodeMs: 0 } });
     expect(r.heartbeats).toEqual([{ phase: 'encode', bytesWritten: first.bytes }]);
   });
 

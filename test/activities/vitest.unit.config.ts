@@ -5,7 +5,7 @@ import { defineConfig } from 'vitest/config';
 // Run from the project root: npx vitest run --config test/activities/vitest.unit.config.ts
 export default defineConfig({
   test: {
-    include: ['test/activities/**/*.test.ts', 'test/storage/**/*.test.ts'],
+    include: ['test/activities/**/*.test.ts', 'test/storage/**/*.test.ts', 'test/client/**/*.test.ts'],
     testTimeout: 60_000,
     pool: 'forks',
   },

@@ -29,17 +29,22 @@ export function checkOneHolder(info: StepInfo): void {
     const released = (event.type === 'committed' || event.type === 'commitFailed') && before.turn?.unitId === event.unitId;
     ensure(before.turn === null || released, `commit for ${c.unit.id} while ${before.turn?.unitId} held the turn`, info);
     ensure(after.turn?.unitId === c.unit.id && after.turn.sinceMs === nowMs, 'the granted unit holds the turn', info);
+    const riders = (c.type === 'commit' && c.riders) || [];
+    ensure(JSON.stringify(riders.map((r) => r.id)) === JSON.stringify(after.turn.riders ?? []), 'the turn lists the riders granted with it', info);
+    ensure(riders.length === 0 || (c.unit.kind === 'merge' && riders.every((r) => r.kind === 'merge')), 'only merges ride in a merge turn', info);
   }
+  // One turn: its holder and the merges riding in it are the only units committing.
+  const inTurn = new Set([after.turn?.unitId, ...(after.turn?.riders ?? [])]);
   let committing = 0;
   const ids = new Set<string>();
   for (const u of after.units) {
     ids.add(u.id);
     if (u.state !== 'committing') continue;
     committing++;
-    ensure(after.turn?.unitId === u.id, `${u.id} is committing without the turn`, info);
+    ensure(inTurn.has(u.id), `${u.id} is committing without the turn`, info);
   }
-  ensure(committing <= 1, 'two units committing', info);
-  ensure(after.turn === null || committing === 1, 'a turn holder that is not committing', info);
+  ensure(after.turn === null || committing === 1 + (after.turn.riders?.length ?? 0), 'a turn whose units are not all committing', info);
+  ensure(after.turn !== null || committing === 0, 'units committing with no turn held', info);
   ensure(ids.size === after.units.length, 'duplicate unit ids', info);
 }
 

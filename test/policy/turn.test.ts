@@ -58,7 +58,8 @@ describe('the turn', () => {
   });
 
   it('maxConsecutiveTurns hands the turn to another ready kind, even against class 1 merges', () => {
-    const d = new Driver(quietTable({ softBacklog: 0, hardBacklog: 100, maxConsecutiveTurns: { merge: 2, optimize: 1, index: 1, gc: 1 } }));
+    // One merge per turn (as runs recorded before grouping): the streak rule in isolation.
+    const d = new Driver({ ...quietTable({ softBacklog: 0, hardBacklog: 100, maxConsecutiveTurns: { merge: 2, optimize: 1, index: 1, gc: 1 } }), groupMerges: false });
     d.send({ type: 'bump', bump: { target: { kind: 'optimize' }, class: 3, reason: 'now', expiresAtMs: 1 } });
     d.send(demand('s0', 1));
     d.send(demand('s1', 1));
@@ -185,5 +186,71 @@ describe('pause and resume', () => {
     const r = d.send({ type: 'resume', kind: null });
     expect(d.state).toMatchObject({ paused: false, pausedKinds: [] });
     expect(prepares(r)).toHaveLength(1);
+  });
+});
+
+describe('grouped merge commits', () => {
+  /** Three merges made ready while the table is paused, so they compete for one grant at resume. */
+  const threeReady = (): Driver => {
+    const d = new Driver(quietTable({}, ['s0', 's1', 's2']));
+    for (const [i, s] of ['s0', 's1', 's2'].entries()) d.send(demand(s, 2, i + 1));
+    d.send({ type: 'pause', kind: null });
+    for (const s of ['s0', 's1', 's2']) d.at(10).send(prepared(`merge/${s}`));
+    d.decisions.length = 0;
+    d.at(10).send({ type: 'resume', kind: null });
+    return d;
+  };
+
+  it('ready merges ride in one turn: one commit decision, one turn counted, every shard merged', () => {
+    const d = threeReady();
+    const c = commits(d.decisions);
+    expect(c).toHaveLength(1);
+    const lead = c[0]!.unit.id;
+    expect([lead, ...(c[0]!.riders ?? []).map((r) => r.id)].sort()).toEqual(['merge/s0', 'merge/s1', 'merge/s2']);
+    expect(d.state.turn?.riders).toHaveLength(2);
+    expect(statusView(d.state, 10).turn?.riders).toHaveLength(2);
+    d.at(20).send(committed(lead));
+    expect(d.state.turn).toBeNull();
+    expect(d.state.counters.turns.merge).toBe(1);
+    expect(d.state.counters.merges).toBe(3);
+    expect(d.state.shards.map((s) => s.mergedThroughSeq)).toEqual([2, 2, 2]);
+  });
+
+  it('riders stop at the first unit of another kind in turn order', () => {
+    const d = new Driver(quietTable({}, ['s0', 's1']));
+    d.send(demand('s0', 1, 1));
+    d.send(demand('s1', 1, 2));
+    d.send({ type: 'bump', bump: { target: { kind: 'optimize' }, class: 2, reason: 'now', expiresAtMs: 100_000 } });
+    d.send({ type: 'pause', kind: null });
+    d.send(prepared('merge/s0'));
+    d.send(prepared('optimize'));
+    // Aged priorities at 20 s: merge/s0 3 + 2, optimize 2 + 2, merge/s1 3 + 0.
+    d.at(20_000).send(prepared('merge/s1'));
+    d.decisions.length = 0;
+    d.send({ type: 'resume', kind: null });
+    const c = commits(d.decisions);
+    expect(c.map((x) => x.unit.id)).toEqual(['merge/s0']);
+    expect(c[0]!.riders).toBeUndefined();
+    d.at(20_010).send(committed('merge/s0'));
+    expect(d.state.turn?.unitId).toBe('optimize');
+  });
+
+  it('a retryable failure backs off every unit of the group; a permanent one sends each to commit alone', () => {
+    const d = threeReady();
+    const lead = d.state.turn!.unitId;
+    d.at(20).send({ type: 'commitFailed', unitId: lead, error: 'busy', retryable: true, stalled: false });
+    expect(d.state.units.map((u) => u.state)).toEqual(['backoff', 'backoff', 'backoff']);
+    d.at(60_000).send({ type: 'timer' });
+    const again = d.state.turn!;
+    expect(again.riders).toHaveLength(2);
+    d.at(60_010).send({ type: 'commitFailed', unitId: again.unitId, error: 'corrupt prepared batch x', retryable: false, stalled: false });
+    expect(d.state.shards.every((s) => s.heldReason === null)).toBe(true);
+    expect(d.state.units.filter((u) => u.solo === true)).toHaveLength(3);
+    // Next grants are one unit each; only the bad batch's shard ends up held.
+    const solo = d.state.turn!;
+    expect(solo.riders).toBeUndefined();
+    d.at(60_020).send({ type: 'commitFailed', unitId: solo.unitId, error: 'corrupt prepared batch x', retryable: false, stalled: false });
+    expect(d.state.shards.filter((s) => s.heldReason !== null).map((s) => `merge/${s.shard}`)).toEqual([solo.unitId]);
+    expect(d.state.turn?.riders).toBeUndefined();
   });
 });

@@ -51,9 +51,12 @@ export class WaitBound {
     }
     for (const d of decisions) {
       if (d.type !== 'commit') continue;
-      const me = this.episodes.get(`${d.unit.id}@${d.unit.readySinceMs}`)!;
-      me.grantedMs = nowMs;
-      this.check(me, nowMs);
+      // Merges riding in the turn are granted with it.
+      for (const u of [d.unit, ...(d.riders ?? [])]) {
+        const me = this.episodes.get(`${u.id}@${u.readySinceMs}`)!;
+        me.grantedMs = nowMs;
+        this.check(me, nowMs);
+      }
     }
   }
 

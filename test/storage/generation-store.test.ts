@@ -14,7 +14,8 @@ import {
   TableExistsError,
   TableNotFoundError,
 } from '../../src/storage/generation-store';
-import { shardDir, tableLayout, TEMP_MARKER } from '../../src/storage/layout';
+import { generationFile, sealedFile, shardDir, tableLayout, TEMP_MARKER } from '../../src/storage/layout';
+import { raiseGcFloor } from '../../src/storage/gc-floor';
 
 let root: string;
 beforeEach(async () => {
@@ -89,16 +90,37 @@ describe('generation store', () => {
     await expect(sealGeneration(root, 't', 's0', [{ id: 1 }], { lockTimeoutMs: 200 })).rejects.toThrow(/SEAL.lock: still locked/);
   });
 
-  it('a crash between the generation file and SEALED.json is invisible and repaired by the next seal', async () => {
+  it('a crash before the rename is invisible: the next seal takes the same seq', async () => {
     await sealGeneration(root, 't', 's0', [{ id: 1, value: 'a', n: 1 }]);
-    // What a crash leaves: an unsealed seq-2 file and a temp file.
-    const dir = shardDir(tableLayout(root, 't'), 's0');
-    fs.writeFileSync(path.join(dir, '000000000002.arrow'), 'half');
+    // What a crash mid-seal leaves: a temp file, the seq-2 sidecar (renamed first), a torn hint.
+    const l = tableLayout(root, 't');
+    const dir = shardDir(l, 's0');
     fs.writeFileSync(path.join(dir, `${TEMP_MARKER}123-ab-000000000002.arrow`), 'half');
-    expect((await readSealed(root, 't')).shards[0]!.sealedThroughSeq).toBe(1);
+    fs.writeFileSync(path.join(dir, '000000000002.arrow.sha256'), `${'0'.repeat(64)} 4\n`);
+    fs.writeFileSync(sealedFile(l, 's0'), '{"sealedThr');
+    expect((await readSealed(root, 't')).shards[0]).toEqual({ shard: 's0', sealedThroughSeq: 1, revision: 1 });
     const r = await sealGeneration(root, 't', 's0', [{ id: 1, value: 'b', n: 2 }]);
     expect(r).toMatchObject({ seq: 2, revision: 2 });
     expect((await readIpcFile(r.path)).getChild('value')!.get(0)).toBe('b');
+  });
+
+  it('a generation in place is sealed even when the hint fell behind (crash after the rename)', async () => {
+    await sealGeneration(root, 't', 's0', [{ id: 1, value: 'a', n: 1 }]);
+    await sealGeneration(root, 't', 's0', [{ id: 1, value: 'b', n: 2 }]);
+    const l = tableLayout(root, 't');
+    fs.writeFileSync(sealedFile(l, 's0'), JSON.stringify({ sealedThroughSeq: 1, revision: 1 }));
+    expect((await readSealed(root, 't')).shards[0]).toEqual({ shard: 's0', sealedThroughSeq: 2, revision: 2 });
+    expect((await sealGeneration(root, 't', 's0', [{ id: 1, value: 'c', n: 3 }])).seq).toBe(3);
+  });
+
+  it('files gc deleted never lower the sealed-through seq, even with no hint left', async () => {
+    for (let i = 1; i <= 3; i++) await sealGeneration(root, 't', 's0', [{ id: 1, value: String(i), n: i }]);
+    const l = tableLayout(root, 't');
+    await raiseGcFloor(root, 't', 's0', 3);
+    for (let seq = 1; seq <= 3; seq++) fs.rmSync(generationFile(l, 's0', seq));
+    fs.rmSync(sealedFile(l, 's0'));
+    expect((await readSealed(root, 't')).shards[0]!.sealedThroughSeq).toBe(3);
+    expect((await sealGeneration(root, 't', 's0', [{ id: 1, value: 'd', n: 4 }])).seq).toBe(4);
   });
 
   it('stores the key as a non-nullable Int64 and _seq as Int64; refuses keys of another shard', async () => {

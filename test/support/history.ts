@@ -12,6 +12,8 @@ export interface ActivityRun {
   /** How the attempt before the last one ended, when there was one: 'timeout' or 'failure'. */
   previousAttempt: 'timeout' | 'failure' | null;
   scheduledAtMs: number;
+  /** When the last attempt started (its ActivityTaskStarted event), null if it never did. */
+  startedAtMs: number | null;
   closedAtMs: number | null;
   /** Workflow time of the task that scheduled it: when the core granted the turn. */
   decidedAtMs: number;
@@ -24,12 +26,18 @@ export interface ActivityRun {
   result?: unknown;
 }
 
-const ms = (t: { seconds?: unknown; nanos?: number | null } | null | undefined): number =>
+export const ms = (t: { seconds?: unknown; nanos?: number | null } | null | undefined): number =>
   t ? Number(t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6) : 0;
 
 /** Every activity of one run in scheduling order, with when it closed and how. */
 export async function activityRuns(handle: WorkflowHandle): Promise<ActivityRun[]> {
-  const history = await handle.fetchHistory();
+  return activityRunsOf(await handle.fetchHistory());
+}
+
+export type History = Awaited<ReturnType<WorkflowHandle['fetchHistory']>>;
+
+/** activityRuns of a history already fetched. */
+export function activityRunsOf(history: History): ActivityRun[] {
   const byId = new Map<number, ActivityRun>();
   const runs: ActivityRun[] = [];
   // Workflow code reads the clock of the workflow task it runs in (its started time).
@@ -51,6 +59,7 @@ export async function activityRuns(handle: WorkflowHandle): Promise<ActivityRun[
         startedBy: null,
         previousAttempt: null,
         scheduledAtMs: at,
+        startedAtMs: null,
         closedAtMs: null,
         decidedAtMs: taskStartedAtMs,
         seenClosedAtMs: null,
@@ -67,6 +76,7 @@ export async function activityRuns(handle: WorkflowHandle): Promise<ActivityRun[
       const r = byId.get(Number(started.scheduledEventId));
       if (r) {
         r.startedBy = started.identity ?? null;
+        r.startedAtMs = at;
         const lf = started.lastFailure;
         r.previousAttempt = lf ? (lf.timeoutFailureInfo ? 'timeout' : 'failure') : null;
       }

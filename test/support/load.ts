@@ -31,7 +31,6 @@ export class Load {
     // Sealed is sealed: the model has it even when the demand signal failed.
     list.push({ seq: r.seq, rows });
     this.written.set(shard, list);
-    if (r.signalError) throw new Error(`demand signal failed: ${r.signalError}`);
     return r.seq;
   }
 
@@ -47,6 +46,8 @@ export class Load {
   async stop(): Promise<void> {
     this.stopped = true;
     await this.loop;
+    const { signalError } = await this.writer.flush();
+    if (signalError) throw new Error(`demand signal failed: ${signalError}`);
   }
 
   sealedThrough(shard: string): number {

@@ -1,0 +1,153 @@
+import { defaultPayloadConverter } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import type { CommitResult, PreparedMerge } from '../activities/contract';
+import { activityRunsOf, ms, type ActivityRun, type History } from '../test/support/history';
+import type { Demand } from '../src/wire';
+
+// Where a table's time went, from its workflow history alone (plus the seal times the
+// writer measured): every number below is an interval between two recorded events or a
+// timing an activity put in its result, so it can be checked against the Temporal UI.
+
+const E = temporal.api.enums.v1.EventType;
+
+export interface Stat {
+  n: number;
+  p50: number;
+  p99: number;
+  sum: number;
+}
+
+export function stat(values: number[]): Stat {
+  const v = [...values].sort((a, b) => a - b);
+  const at = (q: number) => (v.length ? (v[Math.min(v.length - 1, Math.ceil(q * v.length) - 1)] as number) : NaN);
+  return { n: v.length, p50: at(0.5), p99: at(0.99), sum: v.reduce((a, b) => a + b, 0) };
+}
+
+export interface Phases {
+  sealMs: Stat;
+  demandToPrepareStartMs: Stat;
+  prepareReadMs: Stat;
+  prepareDedupeMs: Stat;
+  prepareEncodeMs: Stat;
+  /** The whole prepareMerge activity, start to close. */
+  prepareActivityMs: Stat;
+  commitLanceMs: Stat;
+  /** The whole commitMerge activity, start to close (Lance call + reading the batch + opening the table). */
+  commitActivityMs: Stat;
+  /** Activity task scheduled -> started (matching, or eager dispatch). */
+  activityQueueMs: Stat;
+  workflowTaskQueueMs: Stat;
+  workflowTaskRunMs: Stat;
+  /** Commit done -> next commit started, when the next unit was already prepared. */
+  handoffMs: Stat;
+  turns: number;
+  workflowTasks: number;
+  historyEvents: number;
+  signals: number;
+}
+
+const unitOf = (r: ActivityRun): string => r.activityId.replace(/^(prepare|commit) /, '');
+
+function demandsOf(e: temporal.api.history.v1.IHistoryEvent): Demand[] {
+  const a = e.workflowExecutionSignaledEventAttributes;
+  const p = a?.input?.payloads?.[0];
+  if (!p) return [];
+  const v: unknown = defaultPayloadConverter.fromPayload(p);
+  if (a?.signalName === 'demands') return v as Demand[];
+  if (a?.signalName === 'demand') return [v as Demand];
+  return [];
+}
+
+export function phasesOf(history: History, sealMs: number[]): Phases {
+  const events = history.events ?? [];
+  const runs = activityRunsOf(history);
+  const prepares = runs.filter((r) => r.type === 'prepareMerge' && r.outcome === 'completed');
+  const commits = runs.filter((r) => r.type === 'commitMerge' && r.outcome === 'completed');
+
+  // Demand -> the start of the preparation whose range first covers it.
+  const demandToPrep: number[] = [];
+  for (const e of events) {
+    if (e.eventType !== E.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED) continue;
+    const at = ms(e.eventTime);
+    for (const d of demandsOf(e)) {
+      const p = prepares.find((r) => {
+        const res = r.result as PreparedMerge;
+        return res.shard === d.shard && res.toSeq >= d.sealedThroughSeq && r.startedAtMs !== null;
+      });
+      if (p?.startedAtMs != null) demandToPrep.push(Math.max(0, p.startedAtMs - at));
+    }
+  }
+
+  const preparedAt = new Map(prepares.map((r) => [unitOf(r), r.closedAtMs ?? Infinity]));
+  const handoff: number[] = [];
+  for (let i = 1; i < commits.length; i++) {
+    const prev = commits[i - 1] as ActivityRun;
+    const next = commits[i] as ActivityRun;
+    if (prev.closedAtMs === null || next.startedAtMs === null) continue;
+    if ((preparedAt.get(unitOf(next)) ?? Infinity) <= prev.closedAtMs) handoff.push(next.startedAtMs - prev.closedAtMs);
+  }
+
+  const wftScheduled = new Map<number, number>();
+  const wftStarted = new Map<number, number>();
+  const wftQueue: number[] = [];
+  const wftRun: number[] = [];
+  for (const e of events) {
+    const at = ms(e.eventTime);
+    if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED) wftScheduled.set(Number(e.eventId), at);
+    if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_STARTED) {
+      const s = wftScheduled.get(Number(e.workflowTaskStartedEventAttributes?.scheduledEventId));
+      if (s !== undefined) wftQueue.push(at - s);
+      wftStarted.set(Number(e.eventId), at);
+    }
+    if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) {
+      const s = wftStarted.get(Number(e.workflowTaskCompletedEventAttributes?.startedEventId));
+      if (s !== undefined) wftRun.push(at - s);
+    }
+  }
+
+  const timings = prepares.map((r) => (r.result as PreparedMerge).timings).filter((t) => t !== undefined);
+  const span = (r: ActivityRun) => (r.closedAtMs ?? 0) - (r.startedAtMs ?? 0);
+  return {
+    sealMs: stat(sealMs),
+    demandToPrepareStartMs: stat(demandToPrep),
+    prepareReadMs: stat(timings.map((t) => t.readMs)),
+    prepareDedupeMs: stat(timings.map((t) => t.dedupeMs)),
+    prepareEncodeMs: stat(timings.map((t) => t.encodeMs)),
+    prepareActivityMs: stat(prepares.map(span)),
+    commitLanceMs: stat(commits.map((r) => (r.result as CommitResult).lanceMs ?? NaN).filter((x) => !Number.isNaN(x))),
+    commitActivityMs: stat(commits.map(span)),
+    activityQueueMs: stat(runs.filter((r) => r.startedAtMs !== null).map((r) => (r.startedAtMs as number) - r.scheduledAtMs)),
+    workflowTaskQueueMs: stat(wftQueue),
+    workflowTaskRunMs: stat(wftRun),
+    handoffMs: stat(handoff),
+    turns: commits.length,
+    workflowTasks: wftRun.length,
+    historyEvents: events.length,
+    signals: events.filter((e) => e.eventType === E.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED).length,
+  };
+}
+
+const f = (x: number) => (Number.isNaN(x) ? '-' : x >= 100 ? x.toFixed(0) : x.toFixed(1));
+
+/** One line per phase: count, p50, p99 and total, in ms. */
+export function formatPhases(p: Phases): string[] {
+  const rows: [string, Stat][] = [
+    ['seal (per generation, writer side)', p.sealMs],
+    ['demand signal -> preparation started', p.demandToPrepareStartMs],
+    ['preparation: read (per unit)', p.prepareReadMs],
+    ['preparation: dedupe (per unit)', p.prepareDedupeMs],
+    ['preparation: encode + write (per unit)', p.prepareEncodeMs],
+    ['preparation activity (start -> close)', p.prepareActivityMs],
+    ['commit: Lance mergeInsert', p.commitLanceMs],
+    ['commit activity (start -> close)', p.commitActivityMs],
+    ['activity task scheduled -> started', p.activityQueueMs],
+    ['workflow task scheduled -> started', p.workflowTaskQueueMs],
+    ['workflow task started -> completed', p.workflowTaskRunMs],
+    ['turn handoff (commit done -> next commit started)', p.handoffMs],
+  ];
+  const w = Math.max(...rows.map(([n]) => n.length));
+  const lines = [`${'phase (ms)'.padEnd(w)}  ${'n'.padStart(5)}  ${'p50'.padStart(7)}  ${'p99'.padStart(7)}  ${'total'.padStart(8)}`];
+  for (const [name, s] of rows) lines.push(`${name.padEnd(w)}  ${String(s.n).padStart(5)}  ${f(s.p50).padStart(7)}  ${f(s.p99).padStart(7)}  ${f(s.sum).padStart(8)}`);
+  lines.push(`turns ${p.turns}, workflow tasks ${p.workflowTasks}, history events ${p.historyEvents}, demand signals ${p.signals}`);
+  return lines;
+}

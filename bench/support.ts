@@ -1,0 +1,59 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { PROJECT_ROOT } from '../src/paths';
+import { startDevServer, type DevServer } from '../src/server/dev-server';
+
+// What every benchmark needs: a Temporal server (its own, or TEMPORAL_ADDRESS), worker
+// processes whose peak memory can be read, and percentiles.
+
+export async function temporalBinary(): Promise<string> {
+  if (process.env.TEMPORAL_CLI_PATH) return process.env.TEMPORAL_CLI_PATH;
+  const mod = (await import(path.join(PROJECT_ROOT, 'scripts', 'ensure-temporal.mjs'))) as { ensureTemporal(): { binary?: string } };
+  return mod.ensureTemporal().binary!;
+}
+
+/** TEMPORAL_ADDRESS when set, else a headless dev server of our own under `dir`. */
+export async function benchServer(dir: string): Promise<{ address: string; server?: DevServer }> {
+  if (process.env.TEMPORAL_ADDRESS) return { address: process.env.TEMPORAL_ADDRESS };
+  const server = await startDevServer({ binary: await temporalBinary(), dbFile: path.join(dir, 'temporal.db'), headless: true, logFile: path.join(dir, 'temporal.log') });
+  return { address: server.address, server };
+}
+
+/** Peak resident set (VmHWM) of a live process, from /proc: what the kernel itself tracked. */
+export function peakRssBytes(pid: number): number | null {
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A `turnstile worker` process of its own, so its peak RSS is the worker's alone. */
+export async function startWorkerProcess(address: string, taskQueue: string, root: string): Promise<ChildProcess> {
+  // BENCH_WORKER_NODE_ARGS='--cpu-prof --cpu-prof-dir=DIR' profiles the worker.
+  const extra = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...extra, '--import', 'tsx', path.join(PROJECT_ROOT, 'src', 'cli', 'main.ts'), 'worker'], {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, TEMPORAL_ADDRESS: address, TURNSTILE_TASK_QUEUE: taskQueue, TURNSTILE_DATA: root },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (b: Buffer) => {
+      out += b.toString();
+      if (out.includes('worker on ')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`worker exited with ${code} before it was ready: ${out}`)));
+  });
+  return child;
+}
+
+/** Stops a worker process gracefully and waits for it. */
+export async function stopProcess(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await exited;
+}

@@ -1,0 +1,103 @@
+// Writer ceiling: how fast one writer can seal generations into one shard through the
+// real writer path (TableWriter.write: pressure, seal, background demand signal, a live
+// table workflow and worker), as a ratio to the raw durable write of the same Arrow IPC
+// bytes: write a temp file, fsync, rename (the least any atomic durable file write
+// costs), plus the variant that also fsyncs the directory (what makes the rename
+// itself durable). Interleaved, one seal then one raw write, so noise hits both alike.
+//
+//   npx tsx bench/writer-ceiling.ts [--generations 40] [--rows 2500,100000]
+
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { connectClient } from '../src/client/connect';
+import { TableClient } from '../src/client/table-client';
+import { TableWriter, workflowArgsFor } from '../src/client/table-writer';
+import { workflowIdForTable } from '../src/names';
+import { arrow, fsyncDir, type ArrowTable } from '../src/storage/arrow';
+import { createTableMeta } from '../src/storage/generation-store';
+import { tableFromRows, withSeqColumn } from '../src/storage/records';
+import { generateRows } from '../src/writer';
+import { stat } from './phases';
+import { benchServer, startWorkerProcess, stopProcess } from './support';
+
+const { values: opt } = parseArgs({ options: { generations: { type: 'string', default: '40' }, rows: { type: 'string', default: '2500,100000' } } });
+const GENERATIONS = Number(opt.generations);
+const SIZES = String(opt.rows).split(',').map(Number);
+for (const n of [GENERATIONS, ...SIZES]) if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--generations/--rows: ${n} is not a positive integer`);
+
+async function rawWrite(file: string, bytes: Uint8Array, dirSync: boolean): Promise<void> {
+  const tmp = `${file}.tmp`;
+  const h = await fs.promises.open(tmp, 'wx');
+  try {
+    await h.writeFile(bytes);
+    await h.sync();
+  } finally {
+    await h.close();
+  }
+  await fs.promises.rename(tmp, file);
+  if (dirSync) await fsyncDir(path.dirname(file));
+}
+
+async function main(): Promise<void> {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-bench-writer-'));
+  const { address, server } = await benchServer(tmp);
+  const client = await connectClient({ address, namespace: 'default' });
+  const taskQueue = `bench-writer-${process.pid}`;
+  const root = path.join(tmp, 'data');
+  const worker = await startWorkerProcess(address, taskQueue, root);
+  const tables = new TableClient(client, taskQueue);
+  console.log(`writer ceiling: ${GENERATIONS} seals per size into one shard, ${os.cpus().length} cores`);
+  console.log(`${'rows/gen'.padStart(8)}  ${'MiB/gen'.padStart(7)}  ${'seal p50 ms'.padStart(11)}  ${'raw p50 ms'.padStart(10)}  ${'raw+dir p50'.padStart(11)}  ${'seals/s'.padStart(7)}  ${'raw/s'.padStart(6)}  ${'ratio'.padStart(5)}  ${'ratio vs raw+dir'.padStart(16)}  signals`);
+  try {
+    for (const rows of SIZES) {
+      const table = `ceiling-${rows}-${process.pid}`;
+      const meta = await createTableMeta(root, { name: table, key: 'id', shards: ['s0'], indices: [] });
+      await tables.start(workflowArgsFor(meta));
+      const writer = await TableWriter.open(tables, root, table);
+      const gens: ArrowTable[] = Array.from({ length: GENERATIONS }, (_, g) => tableFromRows(generateRows({ keys: [g * rows, g * rows + 2 * rows], count: rows, shard: 's0', shards: ['s0'], seed: g + 1 }), 'id'));
+      const rawDir = path.join(tmp, `raw-${rows}`);
+      fs.mkdirSync(rawDir);
+      const seal: number[] = [];
+      const raw: number[] = [];
+      const rawDirSync: number[] = [];
+      let bytes = 0;
+      await writer.write('s0', gens[0]!); // first seal asks for pressure and creates the schema: not timed
+      for (let g = 1; g < GENERATIONS; g++) {
+        // The same bytes a seal writes: the generation with its _seq column, as Arrow IPC.
+        const ipc = arrow.tableToIPC(withSeqColumn(gens[g]!, g + 1, 'id'), 'file');
+        bytes = ipc.byteLength;
+        let t = performance.now();
+        await writer.write('s0', gens[g]!);
+        seal.push(performance.now() - t);
+        t = performance.now();
+        await rawWrite(path.join(rawDir, `${g}.arrow`), ipc, false);
+        raw.push(performance.now() - t);
+        t = performance.now();
+        await rawWrite(path.join(rawDir, `${g}-d.arrow`), ipc, true);
+        rawDirSync.push(performance.now() - t);
+      }
+      const { signalError } = await writer.flush();
+      if (signalError) throw new Error(`demand signal failed: ${signalError}`);
+      const s = stat(seal);
+      const r = stat(raw);
+      const rd = stat(rawDirSync);
+      const rate = (x: typeof s) => (1000 * x.n) / x.sum;
+      console.log(
+        `${String(rows).padStart(8)}  ${(bytes / 2 ** 20).toFixed(2).padStart(7)}  ${s.p50.toFixed(2).padStart(11)}  ${r.p50.toFixed(2).padStart(10)}  ${rd.p50.toFixed(2).padStart(11)}  ${rate(s).toFixed(0).padStart(7)}  ${rate(r).toFixed(0).padStart(6)}  ${(rate(s) / rate(r)).toFixed(2).padStart(5)}  ${(rate(s) / rate(rd)).toFixed(2).padStart(16)}  ${writer.demand.signalsSent}`,
+      );
+      await client.workflow.getHandle(workflowIdForTable(table)).terminate('benchmark done').catch(() => undefined);
+    }
+  } finally {
+    await stopProcess(worker);
+    await client.connection.close();
+    await server?.stop();
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+main().catch((e: unknown) => {
+  console.error(`writer-ceiling: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+  process.exitCode = 1;
+});

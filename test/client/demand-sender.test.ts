@@ -1,0 +1,76 @@
+import { describe, expect, test } from 'vitest';
+import { DemandSender } from '../../src/client/demand-sender';
+import type { Demand } from '../../src/wire';
+
+// The sender keeps seals off the signal's critical path: one signal in flight, later
+// seals coalesced per shard to their highest seq, failures retried then reported.
+
+function gate() {
+  let open!: () => void;
+  const p = new Promise<void>((r) => (open = r));
+  return { p, open };
+}
+
+const d = (shard: string, seq: number): Demand => ({ shard, sealedThroughSeq: seq, revision: seq });
+
+describe('DemandSender', () => {
+  test('coalesces what arrives while a signal is in flight into one signal with the highest seq per shard', async () => {
+    const sent: Demand[][] = [];
+    const first = gate();
+    const s = new DemandSender(async (ds) => {
+      sent.push(ds);
+      if (sent.length === 1) await first.p;
+    });
+    s.offer(d('s0', 1));
+    for (let i = 2; i <= 9; i++) s.offer(d('s0', i));
+    s.offer(d('s1', 4));
+    s.offer(d('s1', 3)); // older than what is pending: ignored
+    first.open();
+    expect(await s.flush()).toBeUndefined();
+    expect(sent).toEqual([[d('s0', 1)], [d('s0', 9), d('s1', 4)]]);
+    expect(s.signalsSent).toBe(2);
+  });
+
+  test('an offer made as the loop ends is still sent', async () => {
+    const sent: Demand[][] = [];
+    const s = new DemandSender(async (ds) => {
+      sent.push(ds);
+    });
+    s.offer(d('s0', 1));
+    await Promise.resolve();
+    s.offer(d('s0', 2));
+    await s.flush();
+    expect(sent.flat().map((x) => x.sealedThroughSeq)).toContain(2);
+    expect(sent.flat().at(-1)).toEqual(d('s0', 2));
+  });
+
+  test('retries a failing signal, then reports the failure once', async () => {
+    let calls = 0;
+    const delays: number[] = [];
+    const s = new DemandSender(
+      () => {
+        calls++;
+        return Promise.reject(new Error('no server'));
+      },
+      { attempts: 3, retryDelayMs: 10, sleep: async (ms) => void delays.push(ms) },
+    );
+    s.offer(d('s0', 1));
+    expect(await s.flush()).toBe('no server');
+    expect(calls).toBe(3);
+    expect(delays).toEqual([10, 20]);
+    expect(await s.flush()).toBeUndefined();
+    expect(s.signalsSent).toBe(0);
+  });
+
+  test('a failure that clears is not reported', async () => {
+    let calls = 0;
+    const s = new DemandSender(
+      () => (++calls === 1 ? Promise.reject(new Error('blip')) : Promise.resolve()),
+      { sleep: async () => undefined },
+    );
+    s.offer(d('s0', 5));
+    expect(await s.flush()).toBeUndefined();
+    expect(calls).toBe(2);
+    expect(s.signalsSent).toBe(1);
+  });
+});
