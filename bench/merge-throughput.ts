@@ -103,7 +103,7 @@ async function throughWorkflow(tmp: string, gens: Map<string, ArrowTable[]>, tot
       }),
     );
     const secs = seconds(t0);
-    const { signalError } = await writer.flush();
+    const { signalError } = await writer.close();
     if (signalError) throw new Error(`demand signal failed: ${signalError}`);
     const workerPeakRss = peakRssBytes(worker.pid!);
     const status = await tables.status(TABLE);

@@ -57,3 +57,16 @@ export async function stopProcess(child: ChildProcess | undefined): Promise<void
   child.kill('SIGTERM');
   await exited;
 }
+
+/** CPU seconds (user + system) a live process has used so far, from /proc (clock ticks of 1/100 s). */
+export function cpuSeconds(pid: number): number | null {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+    // After the command: state is field 3, utime and stime are fields 14 and 15 (1-based).
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return null;
+  }
+}
+
+export const mib = (bytes: number | null): string => (bytes === null ? 'unknown' : `${(bytes / 2 ** 20).toFixed(1)} MiB`);

@@ -78,7 +78,7 @@ async function main(): Promise<void> {
         await rawWrite(path.join(rawDir, `${g}-d.arrow`), ipc, true);
         rawDirSync.push(performance.now() - t);
       }
-      const { signalError } = await writer.flush();
+      const { signalError } = await writer.close();
       if (signalError) throw new Error(`demand signal failed: ${signalError}`);
       const s = stat(seal);
       const r = stat(raw);

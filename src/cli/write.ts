@@ -45,9 +45,9 @@ function report(name: string, shard: string, r: WriteGenerationResult): void {
   console.log(`sealed ${name}/${shard} seq ${r.seq} (${r.rows} rows${r.delayedMs ? `, delayed ${r.delayedMs} ms by write pressure` : ''})`);
 }
 
-/** The demand of every seal goes out in the background; wait for it before exiting. */
+/** The demand of every seal goes out in the background; wait for it (and a pressure query in flight) before exiting. */
 async function flushDemand(writer: TableWriter): Promise<void> {
-  const { signalError } = await writer.flush();
+  const { signalError } = await writer.close();
   if (signalError) console.error(`warning: demand signal failed (${signalError}); the table's periodic snapshot will pick the generation up`);
 }
 

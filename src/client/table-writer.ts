@@ -89,6 +89,13 @@ export class TableWriter {
     return writeRouted({ root: this.root, meta: this.meta, write: (shard, part) => this.write(shard, part) }, rows, onSealed);
   }
 
+  /** Flushes, and waits for a pressure query in flight: call before closing the client's connection. */
+  async close(): Promise<{ signalError?: string }> {
+    const r = await this.flush();
+    await this.refreshing;
+    return r;
+  }
+
   /** Waits until the demand of every seal so far reached the table; returns the last signal failure, if any. */
   async flush(): Promise<{ signalError?: string }> {
     const signalError = await this.demand.flush();

@@ -156,14 +156,17 @@ export async function sealGeneration(
 
   const l = tableLayout(root, table);
   const dir = shardDir(l, shard);
-  await fs.mkdir(dir, { recursive: true });
+  if (!lastSealed.has(dir)) await fs.mkdir(dir, { recursive: true });
   return withFileLock(
     path.join(dir, 'SEAL.lock'),
     async () => {
-      const seq = (await readShardSealed(root, table, shard)).sealedThroughSeq + 1;
+      const seq = (await nextSeq(root, table, shard, dir)) ;
       const file = generationFile(l, shard, seq);
       const { bytes } = await writeIpcFileAtomic(file, withSeqColumn(input, seq, meta.key));
-      // A hint only (see readShardSealed): renamed so readers never see it torn, not fsynced.
+      lastSealed.set(dir, seq);
+      // A hint (see readShardSealed), renamed so readers never see it torn, not fsynced.
+      // Written every seal: a generation file lost below it is then reported missing by
+      // the merge that needs it, instead of silently ending what counts as sealed.
       const hint = tempPathFor(sealedFile(l, shard));
       await fs.writeFile(hint, JSON.stringify({ sealedThroughSeq: seq, revision: seq }), { flag: 'wx' });
       await fs.rename(hint, sealedFile(l, shard));
@@ -171,6 +174,16 @@ export async function sealGeneration(
     },
     { timeoutMs: opts.lockTimeoutMs },
   );
+}
+
+/** What this process sealed last per shard directory: the next seal checks one file instead of probing. */
+const lastSealed = new Map<string, number>();
+
+async function nextSeq(root: string, table: string, shard: string, dir: string): Promise<number> {
+  const mine = lastSealed.get(dir);
+  // Another process may have sealed since: then mine + 1 exists and the full probe runs.
+  if (mine !== undefined && !(await exists(generationFile(tableLayout(root, table), shard, mine + 1)))) return mine + 1;
+  return (await readShardSealed(root, table, shard)).sealedThroughSeq + 1;
 }
 
 /** The generation files fromSeq..toSeq in seq order; missing ones have bytes null. */

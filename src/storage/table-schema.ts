@@ -27,9 +27,12 @@ async function readSchema(file: string): Promise<Schema | null> {
 }
 
 /** Record `schema` as the table's if it has none yet; otherwise refuse a different one. Returns the table's. */
+// Once fixed a table's schema never changes: a writer process reads it once, not per seal.
+const known = new Map<string, Schema>();
+
 export async function checkTableSchema(root: string, table: string, schema: Schema): Promise<Schema> {
   const file = schemaFile(root, table);
-  let ref = await readSchema(file);
+  let ref = known.get(file) ?? (await readSchema(file));
   if (!ref) {
     const tmp = tempPathFor(file);
     await fs.writeFile(tmp, arrow.tableToIPC(new arrow.Table(schema), 'file'), { flag: 'wx' });
@@ -43,6 +46,7 @@ export async function checkTableSchema(root: string, table: string, schema: Sche
     ref = await readSchema(file);
     if (!ref) throw new Error(`${file}: vanished right after it was written`);
   }
+  known.set(file, ref);
   if (!sameColumns(ref, schema)) {
     throw new Error(`table ${table}: rows with columns ${describe(schema)} do not match the table's ${describe(ref)}`);
   }

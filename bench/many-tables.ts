@@ -1,0 +1,148 @@
+// Many tables on one dev server: T tables, W worker processes, each table sealing one
+// small generation every interval (staggered), for M minutes. Reports seal -> merged
+// latency (read-your-merges through MergeWaiter, as a client would wait), workflow
+// task timeouts and failures (from the tables' histories), CPU and peak RSS of the
+// server and of each worker, and history events per table.
+//
+//   npx tsx bench/many-tables.ts [--tables 1000] [--workers 2] [--minutes 10] [--interval-secs 60] [--rows 100]
+
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { temporal } from '@temporalio/proto';
+import type { ChildProcess } from 'node:child_process';
+import { connectClient } from '../src/client/connect';
+import { MergeWaiter } from '../src/client/merge-waiter';
+import { TableClient } from '../src/client/table-client';
+import { TableWriter, workflowArgsFor } from '../src/client/table-writer';
+import { workflowIdForTable } from '../src/names';
+import { createTableMeta } from '../src/storage/generation-store';
+import { generateRows } from '../src/writer';
+import { stat } from './phases';
+import { benchServer, cpuSeconds, mib, peakRssBytes, startWorkerProcess, stopProcess } from './support';
+
+const E = temporal.api.enums.v1.EventType;
+
+const { values: opt } = parseArgs({
+  options: {
+    tables: { type: 'string', default: '1000' },
+    workers: { type: 'string', default: '2' },
+    minutes: { type: 'string', default: '10' },
+    'interval-secs': { type: 'string', default: '60' },
+    rows: { type: 'string', default: '100' },
+  },
+});
+const num = (name: keyof typeof opt, min: number): number => {
+  const n = Number(opt[name]);
+  if (!Number.isFinite(n) || n < min) throw new Error(`--${name}: ${JSON.stringify(opt[name])} must be a number >= ${min}`);
+  return n;
+};
+const TABLES = Math.floor(num('tables', 1));
+const WORKERS = Math.floor(num('workers', 1));
+const MINUTES = num('minutes', 0.01);
+const INTERVAL_MS = num('interval-secs', 0.1) * 1000;
+const ROWS = Math.floor(num('rows', 1));
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function main(): Promise<void> {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-bench-many-'));
+  const root = path.join(tmp, 'data');
+  const { address, server } = await benchServer(tmp);
+  const client = await connectClient({ address, namespace: 'default' });
+  const taskQueue = `bench-many-${process.pid}`;
+  const workers: ChildProcess[] = [];
+  const names = Array.from({ length: TABLES }, (_, i) => `many-${process.pid}-${i}`);
+  console.log(`many tables: ${TABLES} tables x 1 generation of ${ROWS} rows every ${INTERVAL_MS / 1000} s for ${MINUTES} min, ${WORKERS} worker processes, ${os.cpus().length} cores`);
+  try {
+    for (let i = 0; i < WORKERS; i++) workers.push(await startWorkerProcess(address, taskQueue, root));
+    const tables = new TableClient(client, taskQueue);
+    const t0 = performance.now();
+    const writers: TableWriter[] = [];
+    for (let i = 0; i < names.length; i += 50) {
+      const chunk = names.slice(i, i + 50);
+      await Promise.all(
+        chunk.map(async (name) => {
+          const meta = await createTableMeta(root, { name, key: 'id', shards: ['s0'], indices: [] });
+          await tables.start(workflowArgsFor(meta));
+        }),
+      );
+    }
+    for (const name of names) writers.push(await TableWriter.open(tables, root, name));
+    console.log(`started ${TABLES} table workflows in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+
+    const cpu0 = { server: server ? cpuSeconds(server.pid) : null, workers: workers.map((w) => cpuSeconds(w.pid!)) };
+    const waiter = new MergeWaiter(client);
+    const latencies: number[] = [];
+    const failures: string[] = [];
+    let sealed = 0;
+    const endAt = performance.now() + MINUTES * 60_000;
+    const startAt = performance.now();
+    // Table i seals at startAt + (i / TABLES) * interval, then every interval.
+    await Promise.all(
+      writers.map(async (w, i) => {
+        let next = startAt + (i / TABLES) * INTERVAL_MS;
+        for (let g = 0; next < endAt; g++, next += INTERVAL_MS) {
+          await sleep(Math.max(0, next - performance.now()));
+          const rows = generateRows({ keys: [g * ROWS, g * ROWS + 2 * ROWS], count: ROWS, shard: 's0', shards: ['s0'], seed: i * 7919 + g });
+          const t = performance.now();
+          try {
+            const r = await w.write('s0', rows);
+            sealed++;
+            await waiter.wait(w.meta.name, 's0', r.seq);
+            latencies.push(performance.now() - t);
+          } catch (e) {
+            failures.push(`${w.meta.name}: ${e instanceof Error ? e.message : String(e)}`);
+          }
+        }
+      }),
+    );
+    const runSecs = (performance.now() - startAt) / 1000;
+    const cpu1 = { server: server ? cpuSeconds(server.pid) : null, workers: workers.map((w) => cpuSeconds(w.pid!)) };
+
+    // Workflow task timeouts/failures and history sizes, from every table's history.
+    let wftTimeouts = 0;
+    let wftFailures = 0;
+    const events: number[] = [];
+    for (let i = 0; i < names.length; i += 50) {
+      await Promise.all(
+        names.slice(i, i + 50).map(async (name) => {
+          const h = await client.workflow.getHandle(workflowIdForTable(name)).fetchHistory();
+          const ev = h.events ?? [];
+          events.push(ev.length);
+          wftTimeouts += ev.filter((e) => e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT).length;
+          wftFailures += ev.filter((e) => e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_FAILED).length;
+        }),
+      );
+    }
+    const l = stat(latencies);
+    const ev = stat(events);
+    const perHour = (n: number) => (n * 3600) / runSecs;
+    console.log(`sealed ${sealed}, merged and answered ${latencies.length}, failures ${failures.length}${failures.length ? ` (first: ${failures[0]})` : ''}`);
+    console.log(`seal -> merged (ms): p50 ${l.p50.toFixed(0)}  p99 ${l.p99.toFixed(0)}  max ${Math.max(0, ...latencies).toFixed(0)}`);
+    console.log(`workflow task timeouts ${wftTimeouts}, workflow task failures ${wftFailures}`);
+    console.log(`history events per table: p50 ${ev.p50}  max ${Math.max(0, ...events)}  (${perHour(ev.p50).toFixed(0)} per table per hour at p50)`);
+    const d = (a: number | null, b: number | null) => (a === null || b === null ? null : b - a);
+    const serverCpu = d(cpu0.server, cpu1.server);
+    console.log(`server: CPU ${serverCpu === null ? 'unknown (external server)' : `${serverCpu.toFixed(1)} s (${((100 * serverCpu) / runSecs).toFixed(0)}% of one core)`}, peak RSS ${server ? mib(peakRssBytes(server.pid)) : 'unknown'}`);
+    workers.forEach((w, i) => {
+      const c = d(cpu0.workers[i] ?? null, cpu1.workers[i] ?? null);
+      console.log(`worker ${i + 1}: CPU ${c === null ? 'unknown' : `${c.toFixed(1)} s (${((100 * c) / runSecs).toFixed(0)}% of one core)`}, peak RSS ${mib(peakRssBytes(w.pid!))}`);
+    });
+    process.exitCode = failures.length === 0 && latencies.length === sealed ? 0 : 1;
+  } finally {
+    for (let i = 0; i < names.length; i += 100) {
+      await Promise.all(names.slice(i, i + 100).map((n) => client.workflow.getHandle(workflowIdForTable(n)).terminate('benchmark done').catch(() => undefined)));
+    }
+    for (const w of workers) await stopProcess(w);
+    await client.connection.close();
+    await server?.stop();
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+main().catch((e: unknown) => {
+  console.error(`many-tables: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+  process.exitCode = 1;
+});

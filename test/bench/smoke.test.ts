@@ -1,0 +1,43 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { expect, inject, test } from 'vitest';
+import { PROJECT_ROOT } from '../../src/paths';
+
+// Benchmarks are not timed here; each runs once with tiny parameters against the
+// suite's server so it cannot rot: it must finish, check its own results and print the
+// report's lines. The numbers themselves are measured by hand (bench/README.md).
+
+/** Runs a bench to its end (asynchronously: a blocked test worker misses vitest's own RPC deadlines). */
+async function bench(file: string, args: string[]): Promise<string> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, 'bench', file), ...args], {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress') },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr.on('data', (b: Buffer) => (out += b.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  expect(code, out).toBe(0);
+  return out;
+}
+
+test('merge-throughput: A equals B1 row for row, and the phase report is printed', async () => {
+  const out = await bench('merge-throughput.ts', ['--shards', '2', '--generations', '3', '--rows', '200']);
+  expect(out).toMatch(/content check: PASS/);
+  expect(out).toMatch(/^A +Turnstile \(workflow\) +1200 +[\d.]+ +\d+ +[\d.]+x/m);
+  for (const phase of ['seal (per generation', 'demand signal -> preparation started', 'commit: Lance mergeInsert', 'turn handoff', 'workflow task started -> completed']) expect(out).toContain(phase);
+  expect(out).toMatch(/worker peak RSS [\d.]+ MiB for [\d.]+ MiB of generations merged/);
+});
+
+test('writer-ceiling: seals and raw writes of the same bytes, side by side', async () => {
+  const out = await bench('writer-ceiling.ts', ['--generations', '4', '--rows', '300']);
+  expect(out).toMatch(/^ +300 +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ +\d+ +\d+ +[\d.]+ +[\d.]+ +\d+$/m);
+});
+
+test('many-tables: every seal is merged and answered, no workflow task timeouts', async () => {
+  const out = await bench('many-tables.ts', ['--tables', '3', '--workers', '1', '--minutes', '0.1', '--interval-secs', '2']);
+  expect(out).toMatch(/failures 0/);
+  expect(out).toMatch(/workflow task timeouts 0, workflow task failures 0/);
+  expect(out).toMatch(/^worker 1: CPU [\d.]+ s/m);
+});
