@@ -1,11 +1,12 @@
 // Entry of `npm start` and `npm test` on a fresh clone: installs the npm dependencies
-// when missing (cache outside the clone), finds or builds the Temporal dev server, then
-// hands over to the TypeScript code. Plain Node, no dependencies.
+// when missing (cache outside the clone), compiles the CLI into dist/ when a source
+// changed, finds or builds the Temporal dev server, then hands over. Plain Node.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cacheRoot, ensureTemporal } from './ensure-temporal.mjs';
+import { CLI_JS, ensureBuilt } from './build.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
@@ -36,6 +37,13 @@ function run(cmd, args, env) {
 
 const mode = process.argv[2];
 ensureDependencies();
+// After the install (esbuild is a devDependency); the tests run the compiled CLI too.
+try {
+  if (await ensureBuilt()) process.stderr.write(`built ${path.relative(root, CLI_JS)}\n`);
+} catch (e) {
+  console.error(`turnstile: build of ${CLI_JS} failed: ${e.message.split('\n')[0]}`);
+  process.exit(1);
+}
 let server;
 try {
   server = ensureTemporal();
@@ -60,7 +68,7 @@ if (mode === 'test') {
   }
   run(bin('vitest'), ['run', ...process.argv.slice(3)], env);
 } else if (mode === 'start') {
-  run(bin('tsx'), ['src/cli/main.ts', 'dev', '--demo', ...process.argv.slice(3)], env);
+  run(process.execPath, [path.join(root, 'scripts', 'turnstile.mjs'), 'dev', '--demo', ...process.argv.slice(3)], env);
 } else {
   console.error('usage: node scripts/bootstrap.mjs start|test [args]');
   process.exit(2);

@@ -1,15 +1,14 @@
 #!/usr/bin/env node
-// The `turnstile` command: runs the TypeScript CLI through tsx (no build step).
-import { spawn } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+// The `turnstile` command: runs the compiled CLI (dist/cli.js) in this process, first
+// rebuilding it when a source changed (scripts/build.mjs; a cheap check when nothing
+// did). For development without a build: `npm run turnstile:tsx -- <command>`.
+import { createRequire } from 'node:module';
+import { CLI_JS, ensureBuilt } from './build.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const child = spawn(path.join(root, 'node_modules', '.bin', 'tsx'), [path.join(root, 'src', 'cli', 'main.ts'), ...process.argv.slice(2)], {
-  stdio: 'inherit',
-});
-// Ctrl-C reaches the whole foreground process group, the child included: sending it a
-// second SIGINT would cut its orderly shutdown short. Other signals are passed on.
-process.on('SIGINT', () => {});
-for (const sig of ['SIGTERM', 'SIGHUP']) process.on(sig, () => child.kill(sig));
-child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+try {
+  await ensureBuilt();
+} catch (e) {
+  console.error(`turnstile: build of ${CLI_JS} failed: ${e.message.split('\n')[0]}`);
+  process.exit(1);
+}
+createRequire(import.meta.url)(CLI_JS);

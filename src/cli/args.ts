@@ -1,40 +1,11 @@
-// A tiny argv parser: positionals, `--name value`, `--name=value` and boolean flags.
-// Every error is one line naming the flag and what it accepts.
+// Values of parsed flags (commander parses argv, see program.ts), checked with one-line
+// errors naming the flag and what it accepts.
 
 export class UsageError extends Error {}
 
 export interface Parsed {
   positionals: string[];
   flags: Record<string, string | true>;
-}
-
-export function parseArgs(argv: string[], booleans: string[] = []): Parsed {
-  const positionals: string[] = [];
-  const flags: Record<string, string | true> = {};
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (!a.startsWith('--')) {
-      positionals.push(a);
-      continue;
-    }
-    const eq = a.indexOf('=');
-    const name = eq > 0 ? a.slice(2, eq) : a.slice(2);
-    if (eq > 0) flags[name] = a.slice(eq + 1);
-    else if (booleans.includes(name)) flags[name] = true;
-    else {
-      const v = argv[i + 1];
-      if (v === undefined || v.startsWith('--')) throw new UsageError(`--${name}: needs a value`);
-      flags[name] = v;
-      i++;
-    }
-  }
-  return { positionals, flags };
-}
-
-export function onlyFlags(p: Parsed, allowed: string[]): void {
-  for (const f of Object.keys(p.flags)) {
-    if (!allowed.includes(f)) throw new UsageError(`--${f}: unknown option; accepted: ${allowed.map((a) => `--${a}`).join(', ') || 'none'}`);
-  }
 }
 
 export function str(p: Parsed, name: string): string | undefined {

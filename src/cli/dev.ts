@@ -4,7 +4,7 @@ import type { Worker } from '@temporalio/worker';
 import { startDevServer, type DevServer } from '../server/dev-server';
 import { createWorker } from '../worker/create-worker';
 import { PROJECT_ROOT } from '../paths';
-import { int, onlyFlags, str, UsageError, type Parsed } from './args';
+import { int, str, UsageError, type Parsed } from './args';
 import { readConfig } from './context';
 import { runDemo } from './demo';
 
@@ -19,7 +19,6 @@ async function temporalBinary(): Promise<string> {
 }
 
 export async function dev(p: Parsed): Promise<void> {
-  onlyFlags(p, ['data', 'port', 'ui-port', 'workers', 'demo']);
   const dir = path.resolve(str(p, 'data') ?? '.turnstile');
   const port = int(p, 'port', 1, 65535, 7233);
   const uiPort = int(p, 'ui-port', 1, 65535, 8233);

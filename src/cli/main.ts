@@ -1,56 +1,55 @@
-import { parseArgs, UsageError } from './args';
+import { CommanderError, type Command } from 'commander';
+import { UsageError } from './args';
+import { buildProgram } from './program';
 
-// `turnstile <command>`: the command line of DESIGN.md. Every bad input exits non-zero
-// with one line naming the field and what it accepts.
+// `turnstile <command>`: the command line of DESIGN.md. Every bad input, whether the
+// parser's (unknown option, missing argument) or a command's (a value out of range, an
+// unreadable file), exits 2 with one line naming the field and what it accepts.
 
-const USAGE = `usage:
-  turnstile dev [--data DIR] [--port 7233] [--ui-port 8233] [--workers N] [--demo]
-  turnstile worker
-  turnstile table create NAME --key COL [--shards N] [--policy FILE] [--indices COL:TYPE,...]
-  turnstile table list [--json]
-  turnstile status NAME [--json]
-  turnstile write NAME --shard S (--rows N [--keys A..B] | --file F.arrow)
-  turnstile wait-merged NAME --shard S --seq N [--timeout SECS]
-  turnstile bump NAME (--kind K | --unit ID) [--class C] --reason TEXT [--for SECS]
-  turnstile pause NAME [--kind K]
-  turnstile resume NAME [--kind K]
-  turnstile policy NAME --set FILE`;
+/** The parser's own message on one line: "error: unknown option '--x'\n(Did you mean --y?)" -> "unknown option '--x' (Did you mean --y?)". */
+const oneLine = (text: string): string =>
+  text
+    .replace(/^error: /, '')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .join(' ');
+
+/** "table create" for the subcommand create of table. */
+function commandPath(c: Command): string {
+  const names: string[] = [];
+  for (let at: Command | null = c; at?.parent; at = at.parent) names.unshift(at.name());
+  return names.join(' ');
+}
 
 async function main(argv: string[]): Promise<void> {
-  const [cmd, ...rest] = argv;
-  const p = (booleans: string[] = []) => parseArgs(rest, booleans);
-  switch (cmd) {
-    case 'dev':
-      return (await import('./dev')).dev(p(['demo']));
-    case 'worker':
-      return (await import('./worker')).worker(p());
-    case 'table': {
-      const [sub, ...more] = rest;
-      const t = await import('./table-commands');
-      if (sub === 'create') return t.create(parseArgs(more));
-      if (sub === 'list') return t.list(parseArgs(more, ['json']));
-      throw new UsageError('table: expected "create" or "list"');
+  const program = buildProgram();
+  // The command being parsed, to name it in errors (and list its subcommands when one
+  // is missing, instead of printing its help to stderr).
+  let last: Command = program;
+  // Errors are thrown (and printed once, below) instead of written and exited on.
+  const quiet = (c: Command): void => {
+    c.exitOverride().configureOutput({ outputError: () => {}, writeErr: () => {} });
+    c.hook('preSubcommand', (_parent, sub) => {
+      last = sub;
+    });
+    c.commands.forEach(quiet);
+  };
+  quiet(program);
+  if (argv.length === 0) {
+    program.outputHelp();
+    return;
+  }
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+  } catch (e) {
+    if (!(e instanceof CommanderError)) throw e;
+    if (e.exitCode === 0) return; // --help, help COMMAND, --version
+    const where = commandPath(last);
+    if (e.code === 'commander.help') {
+      throw new UsageError(`${where}: expected a command: ${last.commands.map((c) => c.name()).join(', ')}; see "turnstile ${where} --help"`);
     }
-    case 'status':
-      return (await import('./operator-commands')).status(p(['json']));
-    case 'write':
-      return (await import('./write')).write(p());
-    case 'wait-merged':
-      return (await import('./operator-commands')).waitMerged(p());
-    case 'bump':
-      return (await import('./operator-commands')).bump(p());
-    case 'pause':
-    case 'resume':
-      return (await import('./operator-commands')).pauseOrResume(p(), cmd);
-    case 'policy':
-      return (await import('./operator-commands')).policy(p());
-    case undefined:
-    case 'help':
-    case '--help':
-      console.log(USAGE);
-      return;
-    default:
-      throw new UsageError(`unknown command ${JSON.stringify(cmd)}; run "turnstile help"`);
+    throw new UsageError(last === program ? oneLine(e.message) : `${where}: ${oneLine(e.message)}`);
   }
 }
 
@@ -60,10 +59,10 @@ main(process.argv.slice(2)).then(
   },
   (e: unknown) => {
     let msg = e instanceof Error ? e.message : String(e);
-    if (e instanceof Error && e.name === 'WorkflowNotFoundError') {
-      msg = `${msg.split('\n')[0]}: no such table workflow; create the table with "turnstile table create", or check TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE`;
-    }
-    console.error(`turnstile: ${e instanceof UsageError ? msg : msg.split('\n')[0]}`);
-    process.exit(e instanceof UsageError ? 2 : 1);
+    // A table name without a workflow is bad input too.
+    const noTable = e instanceof Error && e.name === 'WorkflowNotFoundError';
+    if (noTable) msg = `${msg.split('\n')[0]}: no such table workflow; create the table with "turnstile table create", or check TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE`;
+    console.error(`turnstile: ${msg.split('\n')[0]}`);
+    process.exit(e instanceof UsageError || noTable ? 2 : 1);
   },
 );

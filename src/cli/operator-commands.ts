@@ -1,8 +1,9 @@
 import { KINDS, type Kind } from '../policy/types';
 import { validateTableName } from '../names';
-import { int, onlyFlags, positional, required, str, UsageError, type Parsed } from './args';
+import { int, positional, required, str, UsageError, type Parsed } from './args';
 import { readConfig, readJsonFile, tableClient } from './context';
 import { formatStatus } from './format-status';
+import { every, progress } from './progress';
 import { savePolicyOverride } from '../storage/table-meta';
 import type { PolicyOverride } from '../config/policy-schema';
 
@@ -15,7 +16,7 @@ function kindFlag(p: Parsed): Kind | null {
   return k as Kind;
 }
 
-const tableArg = (p: Parsed) => {
+export const tableArg = (p: Parsed): string => {
   try {
     return validateTableName(positional(p, 0, 'NAME'));
   } catch (e) {
@@ -33,14 +34,12 @@ export async function withTables<T>(fn: (t: Awaited<ReturnType<typeof tableClien
 }
 
 export async function status(p: Parsed): Promise<void> {
-  onlyFlags(p, ['json']);
   const name = tableArg(p);
   const s = await withTables((t) => t.status(name));
   console.log(p.flags.json ? JSON.stringify(s, null, 2) : formatStatus(s));
 }
 
 export async function bump(p: Parsed): Promise<void> {
-  onlyFlags(p, ['kind', 'unit', 'class', 'reason', 'for']);
   const name = tableArg(p);
   const kind = kindFlag(p) ?? undefined;
   const unitId = str(p, 'unit');
@@ -57,7 +56,6 @@ export async function bump(p: Parsed): Promise<void> {
 }
 
 export async function pauseOrResume(p: Parsed, action: 'pause' | 'resume'): Promise<void> {
-  onlyFlags(p, ['kind']);
   const name = tableArg(p);
   const kind = kindFlag(p);
   await withTables((t) => t[action](name, { kind }));
@@ -65,7 +63,6 @@ export async function pauseOrResume(p: Parsed, action: 'pause' | 'resume'): Prom
 }
 
 export async function policy(p: Parsed): Promise<void> {
-  onlyFlags(p, ['set']);
   const name = tableArg(p);
   const override = readJsonFile(required(p, 'set', 'a JSON file with policy keys'), '--set');
   // The workflow's update validator checks it (unknown keys, ranges) against the
@@ -79,15 +76,28 @@ export async function policy(p: Parsed): Promise<void> {
 }
 
 export async function waitMerged(p: Parsed): Promise<void> {
-  onlyFlags(p, ['shard', 'seq', 'timeout']);
   const name = tableArg(p);
   const shard = required(p, 'shard', 'a shard name, e.g. s0');
   const seq = int(p, 'seq', 0, Number.MAX_SAFE_INTEGER);
   const timeoutSecs = int(p, 'timeout', 1, 86400, 600);
   const { MergeWaiter } = await import('../client/merge-waiter');
+  const shown = progress();
   const r = await withTables(async (t) => {
     const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new UsageError(`wait-merged: seq ${seq} of ${name}/${shard} not merged within ${timeoutSecs} s`)), timeoutSecs * 1000).unref());
-    return Promise.race([new MergeWaiter(t.client).wait(name, shard, seq), timeout]);
+    // On a terminal: where the shard stands, from the same query writers poll.
+    const stop = shown.active
+      ? every(1000, async () => {
+          const s = await t.state(name);
+          const sh = s.shards.find((x) => x.shard === shard);
+          shown.show(`waiting for ${name}/${shard} seq ${seq}: merged through ${sh?.mergedThroughSeq ?? '?'}, backlog ${s.backlog}`);
+        })
+      : () => {};
+    try {
+      return await Promise.race([new MergeWaiter(t.client).wait(name, shard, seq), timeout]);
+    } finally {
+      stop();
+      shown.done();
+    }
   });
   console.log(`merged ${name}/${shard} seq ${seq} (merged through ${r.mergedThroughSeq}) in table version ${r.version}`);
 }

@@ -3,7 +3,7 @@ import type { IndexSpec } from '../../activities/contract';
 import { applyOverride, defaultPolicy, type PolicyOverride } from '../config/policy-schema';
 import { shardNames, validateColumnName, validateTableName } from '../names';
 import { workflowArgsFor } from '../client/table-writer';
-import { int, onlyFlags, positional, required, str, UsageError, type Parsed } from './args';
+import { int, positional, required, str, UsageError, type Parsed } from './args';
 import { readConfig, readJsonFile } from './context';
 import { withTables } from './operator-commands';
 
@@ -33,7 +33,6 @@ function parseIndices(text: string | undefined): IndexSpec[] {
 }
 
 export async function create(p: Parsed): Promise<void> {
-  onlyFlags(p, ['key', 'shards', 'policy', 'indices']);
   const name = asUsage(() => validateTableName(positional(p, 0, 'NAME')));
   const key = asUsage(() => validateColumnName(required(p, 'key', 'the primary-key column')));
   const shards = shardNames(int(p, 'shards', 1, 256, 1));
@@ -53,7 +52,6 @@ export async function create(p: Parsed): Promise<void> {
 }
 
 export async function list(p: Parsed): Promise<void> {
-  onlyFlags(p, ['json']);
   const config = readConfig();
   const names = await listTables(config.dataRoot);
   const running = new Map((await withTables((t) => t.list())).map((r) => [r.table, r]));

@@ -1,10 +1,9 @@
 import { createWorker } from '../worker/create-worker';
-import { onlyFlags, type Parsed } from './args';
+import { type Parsed } from './args';
 import { readConfig } from './context';
 
 /** `turnstile worker`: one stateless worker against TEMPORAL_ADDRESS; scale by running more. */
-export async function worker(p: Parsed): Promise<void> {
-  onlyFlags(p, []);
+export async function worker(_p: Parsed): Promise<void> {
   const config = readConfig();
   const { worker, connection } = await createWorker({
     ...config.temporal,

@@ -5,6 +5,7 @@ import type { Row } from '../storage/records';
 import type { TableWorkflowArgs } from '../../workflows';
 import type { TableClient } from './table-client';
 import { DemandSender } from './demand-sender';
+import { writeRouted, type RoutedWriteResult } from '../writer/write-routed';
 
 // A writer bound to one table: seals generations into the store, sends the demand with
 // signal-with-start (so the first write also starts the table's workflow) in the
@@ -77,6 +78,15 @@ export class TableWriter {
         return Promise.resolve();
       },
     });
+  }
+
+  /**
+   * Seals rows of any shards: each row goes to the shard owning its key (shardOfKey),
+   * one generation per shard through `write(shard, rows)`. Columns are cast losslessly to
+   * the table's schema; rows that cannot be sealed throw RowsRejectedError, sealing nothing.
+   */
+  async writeRouted(rows: ArrowTable | readonly Row[], onSealed?: (r: RoutedWriteResult) => void): Promise<RoutedWriteResult[]> {
+    return writeRouted({ root: this.root, meta: this.meta, write: (shard, part) => this.write(shard, part) }, rows, onSealed);
   }
 
   /** Flushes, and waits for a pressure query in flight: call before closing the client's connection. */

@@ -1,16 +1,21 @@
 import { createRequire } from 'node:module';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type * as ArrowNs from 'apache-arrow';
-import { TEMP_MARKER } from './layout';
+import { writeFilesAtomic } from './atomic-file';
+
+// The file helpers live in atomic-file.ts (which needs no Arrow, so modules that only
+// write JSON do not load apache-arrow); re-exported for the modules that use both.
+export { fsyncDir, tempPathFor, writeFileAtomic, writeFilesAtomic } from './atomic-file';
 
 // lancedb loads apache-arrow with CommonJS `require`. An ESM `import` of the same
 // package (what vitest and tsx do for node_modules) yields a SECOND Arrow instance,
 // and lancedb then fails with "Table and inner RecordBatch schemas must be
 // equivalent". So every module of the project gets Arrow from here, through require.
-// `__filename` exists under tsx, vitest and plain CommonJS; the cwd fallback only
-// matters for a future pure-ESM build, where it resolves the same node_modules.
+// `__filename` exists under tsx, vitest and the compiled CLI (dist/cli.js is CommonJS,
+// and resolves the same node_modules); the cwd fallback only matters for a future
+// pure-ESM build.
 const requireHere = createRequire(typeof __filename === 'string' ? __filename : path.join(process.cwd(), 'index.js'));
 
 export const arrow: typeof ArrowNs = requireHere('apache-arrow') as typeof ArrowNs;
@@ -37,57 +42,6 @@ export class CorruptArrowFileError extends Error {
 export function toTable(data: ArrowTable | RecordBatch): ArrowTable {
   return data instanceof arrow.RecordBatch ? new arrow.Table([data]) : data;
 }
-
-/** A temp name in the same directory (rename must not cross file systems) that gc can recognise. */
-export function tempPathFor(file: string): string {
-  const rand = randomBytes(4).toString('hex');
-  return path.join(path.dirname(file), `${TEMP_MARKER}${process.pid}-${rand}-${path.basename(file)}`);
-}
-
-export async function fsyncDir(dir: string): Promise<void> {
-  const handle = await fs.open(dir, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
-/** Write and fsync a new file (the caller renames it into place). */
-async function writeDurable(file: string, bytes: Uint8Array | string): Promise<void> {
-  const handle = await fs.open(file, 'wx');
-  try {
-    await handle.writeFile(bytes);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
-/**
- * Write several files so that readers see each either not at all or whole, also after
- * a crash: temp files written and fsynced in parallel (one journal commit on ext4
- * instead of one per file), renamed in the given order, then one fsync of each
- * directory (makes the renames durable). Renames follow the list order, so a file
- * listed first is in place before a later one appears.
- */
-export async function writeFilesAtomic(files: readonly { file: string; bytes: Uint8Array | string }[]): Promise<void> {
-  const temps = files.map((f) => ({ ...f, tmp: tempPathFor(f.file) }));
-  try {
-    await Promise.all(temps.map((t) => writeDurable(t.tmp, t.bytes)));
-    for (const t of temps) await fs.rename(t.tmp, t.file);
-  } catch (err) {
-    await Promise.all(temps.map((t) => fs.rm(t.tmp, { force: true })));
-    throw err;
-  }
-  for (const dir of new Set(files.map((f) => path.dirname(f.file)))) await fsyncDir(dir);
-}
-
-/**
- * Write bytes so that readers see either nothing or the whole file, also after a
- * crash: temp file, fsync, rename, fsync of the directory (makes the rename durable).
- */
-export const writeFileAtomic = (file: string, bytes: Uint8Array | string): Promise<void> => writeFilesAtomic([{ file, bytes }]);
 
 // Arrow IPC has no checksum of its own: a flipped bit inside a column decodes as a
 // different value. Every IPC file written here gets a sidecar `<file>.sha256` holding

@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { writeFileAtomic } from './arrow';
+import { writeFileAtomic } from './atomic-file';
 import { shardDir, tableLayout } from './layout';
 
 // Per shard, the highest seq whose generation file gc has deleted (`GC.json`). gc only

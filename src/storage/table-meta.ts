@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { IndexSpec } from '../../activities/contract';
 import { combineOverrides, type PolicyOverride } from '../config/policy-schema';
 import { SEQ_COLUMN, validateColumnName, validateShardName, validateTableName } from '../names';
-import { tempPathFor, fsyncDir, writeFileAtomic } from './arrow';
+import { tempPathFor, fsyncDir, writeFileAtomic } from './atomic-file';
 import { withFileLock } from './file-lock';
 import { shardDir, tableLayout } from './layout';
 

@@ -19,3 +19,14 @@ export class OverBacklogError extends Error {
     this.name = 'OverBacklogError';
   }
 }
+
+/**
+ * Rows a writer can never seal as given (a column of the wrong type, a null or missing
+ * key, a key of another shard): retrying does not help, the input must change.
+ */
+export class RowsRejectedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RowsRejectedError';
+  }
+}

@@ -3,10 +3,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { PROJECT_ROOT } from '../../src/paths';
-import { writeIpcFileAtomic } from '../../src/storage/arrow';
+import { arrow, writeIpcFileAtomic, type ArrowTable } from '../../src/storage/arrow';
 import { tableFromRows } from '../../src/storage/records';
+import { shardOfKey } from '../../src/storage/routing';
 import { generateRows } from '../../src/writer';
 import { startHarness, uniqueName, type Harness } from '../support/harness';
+import { readTableRows } from '../support/lance-read';
 
 // The command line of DESIGN.md, as operators run it, against the real server: the
 // harness's worker serves the task queue the CLI is pointed at.
@@ -23,26 +25,36 @@ interface Run {
   stderr: string;
 }
 
-/** Runs the CLI against the harness's server, data root and task queue (or `env`'s). */
-function turnstileWith(env: Record<string, string>, ...args: string[]): Promise<Run> {
+const pkg = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string; bin: { turnstile: string } };
+/** The `turnstile` command exactly as installed: package.json's bin entry (it runs the compiled dist/cli.js). */
+const BIN = path.join(PROJECT_ROOT, pkg.bin.turnstile);
+
+function exec(file: string, args: string[], env: Record<string, string>): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [path.join(PROJECT_ROOT, 'scripts', 'turnstile.mjs'), ...args],
-      { env: { ...process.env, TEMPORAL_ADDRESS: h.address, TURNSTILE_DATA: h.dataRoot, TURNSTILE_TASK_QUEUE: h.taskQueue, ...env }, timeout: 90_000 },
-      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    execFile(file, args, { env: { ...process.env, TEMPORAL_ADDRESS: h.address, TURNSTILE_DATA: h.dataRoot, TURNSTILE_TASK_QUEUE: h.taskQueue, ...env }, timeout: 90_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
 }
 
+/** Runs the CLI against the harness's server, data root and task queue (or `env`'s). */
+const turnstileWith = (env: Record<string, string>, ...args: string[]): Promise<Run> => exec(process.execPath, [BIN, ...args], env);
+
 const turnstile = (...args: string[]): Promise<Run> => turnstileWith({}, ...args);
 
-/** A refusal: non-zero exit and exactly one line on stderr. */
+/** A refusal of bad input: exit 2 and exactly one line on stderr. */
 function expectRefused(r: Run, pattern: RegExp): void {
-  expect(r.code, r.stderr).not.toBe(0);
+  expect(r.code, r.stderr).toBe(2);
   const lines = r.stderr.trim().split('\n');
   expect(lines, r.stderr).toHaveLength(1);
   expect(lines[0]).toMatch(pattern);
+}
+
+/** An Arrow IPC file as any arrow-js user writes one (no checksum sidecar). */
+function arrowFile(name: string, table: ArrowTable): string {
+  const file = path.join(h.dataRoot, `${name}.arrow`);
+  fs.writeFileSync(file, arrow.tableToIPC(table, 'file'));
+  return file;
 }
 
 test('create, write, wait-merged, status --json, pause/resume and list through the CLI', async () => {
@@ -117,12 +129,107 @@ test('bad input exits non-zero with one line naming the field and the accepted r
   expectRefused(await turnstile('policy', name, '--set', bad), /^turnstile: policy: maxTurnWaitSecs.optimize: must be an integer in \[1, 86400\]; bogus: unknown key$/);
   // The workflow is unharmed.
   expect(JSON.parse((await turnstile('status', name, '--json')).stdout).table).toBe(name);
+
+  // The parser's own refusals are one line with exit 2 as well, naming the command.
+  expectRefused(await turnstile('status', name, '--jsn'), /^turnstile: status: unknown option '--jsn' \(Did you mean --json\?\)$/);
+  expectRefused(await turnstile('status'), /^turnstile: status: missing required argument 'NAME'$/);
+  expectRefused(await turnstile('bump', name, '--kind'), /^turnstile: bump: option '--kind <K>' argument missing$/);
+  expectRefused(await turnstile('frobnicate'), /^turnstile: unknown command 'frobnicate'$/);
+  expectRefused(await turnstile('table'), /^turnstile: table: expected a command: create, list; see "turnstile table --help"$/);
+  expectRefused(await turnstile('write', name, '--rows', '5'), /^turnstile: --shard: required with --rows /);
+});
+
+test('--help for every command and --version, on stdout with exit 0', async () => {
+  const top = await turnstile('--help');
+  expect(top.code).toBe(0);
+  expect(top.stdout).toMatch(/^Usage: turnstile \[options\] \[command\]/);
+  const commands = ['dev', 'worker', 'table create', 'table list', 'status', 'write', 'wait-merged', 'bump', 'pause', 'resume', 'policy'];
+  for (const c of commands) expect(top.stdout).toMatch(new RegExp(`^  ${c.split(' ')[0]}\\b`, 'm'));
+  for (const c of commands) {
+    const r = await turnstile(...c.split(' '), '--help');
+    expect({ code: r.code, stderr: r.stderr }, c).toEqual({ code: 0, stderr: '' });
+    expect(r.stdout, c).toMatch(new RegExp(`^Usage: turnstile ${c} `));
+  }
+  expect((await turnstile('write', '--help')).stdout).toMatch(/--file <F\.arrow> +an Arrow IPC file; columns are cast losslessly/);
+  const v = await turnstile('--version');
+  expect({ code: v.code, stdout: v.stdout }).toEqual({ code: 0, stdout: `${pkg.version}\n` });
+});
+
+test('write --file without --shard routes every row to its shard, one generation each, casting tableFromArrays columns', async () => {
+  const name = uniqueName('cliroute');
+  const shards = ['s0', 's1', 's2'];
+  expect((await turnstile('table', 'create', name, '--key', 'id', '--shards', '3')).code).toBe(0);
+  // The first seal fixes the schema {id: Int64, value: Utf8, n: Float64}.
+  const first = generateRows({ keys: [0, 300], count: 20, shard: 's0', shards, seed: 5 });
+  expect((await turnstile('write', name, '--shard', 's0', '--rows', '20', '--keys', '0..300', '--seed', '5')).code).toBe(0);
+
+  // What arrow-js makes of plain arrays: Int32 keys, dictionary-encoded strings.
+  const ids = Array.from({ length: 90 }, (_, i) => 1000 + i);
+  const input = arrow.tableFromArrays({ id: Int32Array.from(ids), value: ids.map((i) => `f${i}`), n: Float64Array.from(ids, (i) => i / 4) });
+  expect(input.schema.fields.map((f) => String(f.type))).toEqual(['Int32', 'Dictionary<Int32, Utf8>', 'Float64']);
+  const w = await turnstile('write', name, '--file', arrowFile(`${name}-mixed`, input));
+  expect({ code: w.code, stderr: w.stderr }).toEqual({ code: 0, stderr: '' });
+  const owned = (s: string) => ids.filter((i) => shardOfKey(i, shards) === s).length;
+  expect(w.stdout).toBe(`sealed ${name}/s0 seq 2 (${owned('s0')} rows)\nsealed ${name}/s1 seq 1 (${owned('s1')} rows)\nsealed ${name}/s2 seq 1 (${owned('s2')} rows)\n`);
+  for (const [shard, seq] of [['s0', '2'], ['s1', '1'], ['s2', '1']] as const) {
+    const m = await turnstile('wait-merged', name, '--shard', shard, '--seq', seq, '--timeout', '60');
+    expect({ code: m.code, stderr: m.stderr }).toEqual({ code: 0, stderr: '' });
+  }
+  const { count, rows } = await readTableRows(h.dataRoot, name);
+  expect(count).toBe(20 + 90);
+  for (const r of first) expect(rows.get(String(r.id))).toMatchObject({ id: r.id, value: r.value, n: r.n, _seq: 1 });
+  for (const i of ids) expect(rows.get(String(i))).toMatchObject({ id: i, value: `f${i}`, n: i / 4, _seq: shardOfKey(i, shards) === 's0' ? 2 : 1 });
+
+  // Bad files exit 2 with one line, and seal nothing.
+  const refused = (file: string) => turnstile('write', name, '--file', file);
+  expectRefused(await refused(arrowFile(`${name}-badtype`, arrow.tableFromArrays({ id: Int32Array.from([1]), value: ['a'], n: BigInt64Array.from([1n]) }))), /^turnstile: --file: column n: Int64 does not cast losslessly to the table's Float64$/);
+  const nullKey = new arrow.Table({ id: arrow.vectorFromArray([5n, null], new arrow.Int64()), value: arrow.vectorFromArray(['a', 'b']), n: arrow.vectorFromArray([1, 2]) });
+  expectRefused(await refused(arrowFile(`${name}-nullkey`, nullKey)), /^turnstile: --file: key column id: row 1 has a null key$/);
+  expectRefused(await turnstile('write', name, '--shard', 's1', '--file', arrowFile(`${name}-nullkey`, nullKey)), /^turnstile: --file: key column id: row 1 has a null key$/);
+  const garbage = path.join(h.dataRoot, `${name}-garbage.arrow`);
+  fs.writeFileSync(garbage, 'ARROW1 these bytes are not an Arrow file ARROW1');
+  expectRefused(await refused(garbage), /^turnstile: --file: .*garbage\.arrow: not a readable Arrow IPC file/);
+  expectRefused(await refused(path.join(h.dataRoot, 'no-such.arrow')), /^turnstile: --file: cannot read .*no-such\.arrow: no such file or directory$/);
+  expectRefused(await refused(h.dataRoot), /^turnstile: --file: cannot read .*: illegal operation on a directory/);
+  const s = JSON.parse((await turnstile('status', name, '--json')).stdout) as { shards: { shard: string; sealedThroughSeq: number }[] };
+  expect(s.shards.map((x) => x.sealedThroughSeq)).toEqual([2, 1, 1]);
+});
+
+test('the bin entry loads only what a command needs: status no Arrow, lancedb or worker; write one apache-arrow', async () => {
+  const name = uniqueName('clibin');
+  expect((await turnstile('table', 'create', name, '--key', 'id')).code).toBe(0);
+  const traced = async (...args: string[]) => {
+    const out = path.join(h.dataRoot, `${uniqueName('trace')}.json`);
+    const r = await turnstileWith({ NODE_OPTIONS: `--import ${path.join(PROJECT_ROOT, 'test', 'support', 'fixtures', 'trace-packages.mjs')}`, TURNSTILE_TRACE_PACKAGES: out }, ...args);
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+    return { stdout: r.stdout, packages: JSON.parse(fs.readFileSync(out, 'utf8')) as Record<string, string[]> };
+  };
+  const w = await traced('write', name, '--shard', 's0', '--rows', '10');
+  expect(w.stdout).toMatch(new RegExp(`^sealed ${name}/s0 seq 1 \\(10 rows\\)`));
+  expect(w.packages['apache-arrow']).toHaveLength(1);
+  const s = await traced('status', name);
+  expect(s.stdout).toMatch(new RegExp(`^table ${name} .*\\nturn: `));
+  expect(Object.keys(s.packages)).toContain('@temporalio/client');
+  for (const heavy of ['apache-arrow', '@lancedb/lancedb', '@temporalio/worker']) expect(Object.keys(s.packages)).not.toContain(heavy);
+});
+
+test('write --rows shows progress on a terminal only', async () => {
+  const name = uniqueName('clitty');
+  expect((await turnstile('table', 'create', name, '--key', 'id')).code).toBe(0);
+  // Not a terminal (captured, as above): the result line only.
+  const quiet = await turnstile('write', name, '--shard', 's0', '--rows', '300');
+  expect({ stdout: quiet.stdout, stderr: quiet.stderr }).toEqual({ stdout: `sealed ${name}/s0 seq 1 (300 rows)\n`, stderr: '' });
+  // A pseudo-terminal (util-linux `script`), where stdout and stderr share the terminal.
+  const tty = await exec('script', ['-qec', `${process.execPath} ${BIN} write ${name} --shard s0 --rows 300`, '/dev/null'], {});
+  expect(tty.code, tty.stdout).toBe(0);
+  expect(tty.stdout).toContain(`generating 300 rows for ${name}/s0 (0 s)`);
+  expect(tty.stdout).toMatch(new RegExp(`sealing 300 rows into ${name}/s0 \\(\\d+ s\\)\\r\\x1b\\[2Ksealed ${name}/s0 seq 2 \\(300 rows\\)`));
 });
 
 test('`turnstile worker` serves a task queue on its own and stops cleanly on SIGTERM', async () => {
   const taskQueue = uniqueName('tq-cli-worker');
   const env = { ...process.env, TEMPORAL_ADDRESS: h.address, TURNSTILE_DATA: h.dataRoot, TURNSTILE_TASK_QUEUE: taskQueue };
-  const worker = spawn(process.execPath, [path.join(PROJECT_ROOT, 'scripts', 'turnstile.mjs'), 'worker'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const worker = spawn(process.execPath, [BIN, 'worker'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   worker.stdout.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<number | null>((r) => worker.on('exit', (code) => r(code)));

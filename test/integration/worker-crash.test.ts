@@ -36,8 +36,8 @@ interface Victim {
 /** Starts a `turnstile worker` process on the harness's queue, waits for one of the table's activities to run on it, and SIGKILLs it there. */
 async function killWorkerMidActivity(handle: WorkflowHandle): Promise<Victim> {
   const env = { ...process.env, TEMPORAL_ADDRESS: h.address, TURNSTILE_DATA: h.dataRoot, TURNSTILE_TASK_QUEUE: h.taskQueue };
-  // Its own process group: the worker proper is a grandchild (turnstile.mjs -> tsx ->
-  // node), and the whole group is what gets SIGKILLed.
+  // Its own process group, and the whole group is what gets SIGKILLed: whatever
+  // processes the command runs as (today one: turnstile.mjs runs dist/cli.js itself).
   const child = spawn(process.execPath, [path.join(PROJECT_ROOT, 'scripts', 'turnstile.mjs'), 'worker'], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const exited = new Promise<NodeJS.Signals | null>((r) => child.on('exit', (_code, signal) => r(signal)));
   const killGroup = (): void => {

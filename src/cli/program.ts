@@ -1,0 +1,128 @@
+import { Command, type Option } from 'commander';
+import { version } from '../../package.json';
+import type { Parsed } from './args';
+
+// The command tree of DESIGN.md ("Command line") on commander: help for every command,
+// --version, unknown options and missing arguments rejected by the parser. Each action
+// imports its command module only when it runs, so `status` never loads the worker,
+// lancedb or Arrow, and `--help` loads none of them.
+
+type Handler = (p: Parsed) => Promise<void>;
+
+/** The flags as the command modules read them: long names without dashes, values as given. */
+function parsedOf(cmd: Command): Parsed {
+  const flags: Record<string, string | true> = {};
+  for (const o of cmd.options as readonly Option[]) {
+    const v: unknown = cmd.getOptionValue(o.attributeName());
+    if (v !== undefined && o.long) flags[o.long.slice(2)] = v as string | true;
+  }
+  return { positionals: cmd.args, flags };
+}
+
+const run =
+  (load: () => Promise<Handler>) =>
+  async (...args: unknown[]): Promise<void> => {
+    const cmd = args[args.length - 1] as Command;
+    await (await load())(parsedOf(cmd));
+  };
+
+const KIND_HELP = 'kind: merge, optimize, index or gc';
+
+export function buildProgram(): Command {
+  const program = new Command('turnstile')
+    .description('Maintenance orchestrator for Lance tables on Temporal: one workflow per table owns the write-turn.')
+    .version(version, '--version', 'print the version')
+    .helpOption('-h, --help', 'show help for the command')
+    .addHelpText(
+      'after',
+      '\nEvery command but dev talks to TEMPORAL_ADDRESS (default 127.0.0.1:7233) and TEMPORAL_NAMESPACE (default default);\n' +
+        'tables live under TURNSTILE_DATA (default .turnstile/data). Bad input exits 2 with one line naming the field.',
+    );
+
+  program
+    .command('dev')
+    .description('start the embedded Temporal dev server (SQLite), workers and optionally the demo table')
+    .option('--data <DIR>', 'folder of the server database and the tables (default .turnstile)')
+    .option('--port <PORT>', 'Temporal gRPC port (default 7233)')
+    .option('--ui-port <PORT>', 'Temporal UI port (default 8233)')
+    .option('--workers <N>', 'workers in this process, 1..32 (default 1)')
+    .option('--demo', 'create table demo and write a few generations into it')
+    .action(run(async () => (await import('./dev')).dev));
+
+  program
+    .command('worker')
+    .description('run one stateless worker against TEMPORAL_ADDRESS (scale by running more)')
+    .action(run(async () => (await import('./worker')).worker));
+
+  const table = program.command('table').description('create or list tables');
+  table
+    .command('create')
+    .description("write the table's metadata and start its workflow")
+    .argument('<NAME>', 'table name')
+    .option('--key <COL>', 'primary-key column (required)')
+    .option('--shards <N>', 'shards s0..s(N-1), 1..256 (default 1)')
+    .option('--policy <FILE>', 'JSON file of policy overrides for this table')
+    .option('--indices <COL:TYPE,...>', 'indices kept built; TYPE: btree, bitmap, ivf_flat, ivf_pq')
+    .action(run(async () => (await import('./table-commands')).create));
+  table
+    .command('list')
+    .description('tables under TURNSTILE_DATA and whether their workflows run')
+    .option('--json', 'print JSON')
+    .action(run(async () => (await import('./table-commands')).list));
+
+  program
+    .command('status')
+    .description("the table's turn, backlog, shards, queue with reasons, and counters")
+    .argument('<NAME>', 'table name')
+    .option('--json', 'print the status object of DESIGN.md')
+    .action(run(async () => (await import('./operator-commands')).status));
+
+  program
+    .command('write')
+    .description('seal generations and signal the table; honours write pressure')
+    .argument('<NAME>', 'table name')
+    .option('--shard <S>', 'seal into this shard; without it, --file rows are routed to their shards (one generation each)')
+    .option('--rows <N>', 'generate N rows (needs --shard), 1..10000000')
+    .option('--keys <A..B>', 'key range of generated rows (default 0..4N-1)')
+    .option('--seed <N>', 'seed of generated values')
+    .option('--file <F.arrow>', 'an Arrow IPC file; columns are cast losslessly to the table schema')
+    .action(run(async () => (await import('./write')).write));
+
+  program
+    .command('wait-merged')
+    .description('wait until a sealed seq of a shard is merged into the table')
+    .argument('<NAME>', 'table name')
+    .option('--shard <S>', 'shard (required)')
+    .option('--seq <N>', 'seq to wait for (required)')
+    .option('--timeout <SECS>', 'give up after this long, 1..86400 (default 600)')
+    .action(run(async () => (await import('./operator-commands')).waitMerged));
+
+  program
+    .command('bump')
+    .description("raise a unit's or a kind's scheduling class for a while")
+    .argument('<NAME>', 'table name')
+    .option('--kind <K>', KIND_HELP)
+    .option('--unit <ID>', 'unit id, e.g. merge/s0')
+    .option('--class <C>', 'class 1..4, 1 most urgent (default 1)')
+    .option('--reason <TEXT>', 'why; shown in status and the UI (required)')
+    .option('--for <SECS>', 'how long, 1..604800 (default 600)')
+    .action(run(async () => (await import('./operator-commands')).bump));
+
+  for (const action of ['pause', 'resume'] as const) {
+    program
+      .command(action)
+      .description(`${action} a table's maintenance, or one kind of it`)
+      .argument('<NAME>', 'table name')
+      .option('--kind <K>', KIND_HELP)
+      .action(run(async () => (p) => import('./operator-commands').then((m) => m.pauseOrResume(p, action))));
+  }
+
+  program
+    .command('policy')
+    .description("change a table's policy (validated by its workflow, kept in table.json)")
+    .argument('<NAME>', 'table name')
+    .option('--set <FILE>', 'JSON file of policy keys (required)')
+    .action(run(async () => (await import('./operator-commands')).policy));
+
+  return program;
+}

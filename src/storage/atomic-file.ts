@@ -1,0 +1,59 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { TEMP_MARKER } from './layout';
+
+// Durable, atomic file writes. Kept apart from arrow.ts so that modules writing only
+// JSON (table.json, SEALED.json, GC.json) never load apache-arrow: the CLI's operator
+// commands start faster without it.
+
+/** A temp name in the same directory (rename must not cross file systems) that gc can recognise. */
+export function tempPathFor(file: string): string {
+  const rand = randomBytes(4).toString('hex');
+  return path.join(path.dirname(file), `${TEMP_MARKER}${process.pid}-${rand}-${path.basename(file)}`);
+}
+
+export async function fsyncDir(dir: string): Promise<void> {
+  const handle = await fs.open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Write and fsync a new file (the caller renames it into place). */
+async function writeDurable(file: string, bytes: Uint8Array | string): Promise<void> {
+  const handle = await fs.open(file, 'wx');
+  try {
+    await handle.writeFile(bytes);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Write several files so that readers see each either not at all or whole, also after
+ * a crash: temp files written and fsynced in parallel (one journal commit on ext4
+ * instead of one per file), renamed in the given order, then one fsync of each
+ * directory (makes the renames durable). Renames follow the list order, so a file
+ * listed first is in place before a later one appears.
+ */
+export async function writeFilesAtomic(files: readonly { file: string; bytes: Uint8Array | string }[]): Promise<void> {
+  const temps = files.map((f) => ({ ...f, tmp: tempPathFor(f.file) }));
+  try {
+    await Promise.all(temps.map((t) => writeDurable(t.tmp, t.bytes)));
+    for (const t of temps) await fs.rename(t.tmp, t.file);
+  } catch (err) {
+    await Promise.all(temps.map((t) => fs.rm(t.tmp, { force: true })));
+    throw err;
+  }
+  for (const dir of new Set(files.map((f) => path.dirname(f.file)))) await fsyncDir(dir);
+}
+
+/**
+ * Write bytes so that readers see either nothing or the whole file, also after a
+ * crash: temp file, fsync, rename, fsync of the directory (makes the rename durable).
+ */
+export const writeFileAtomic = (file: string, bytes: Uint8Array | string): Promise<void> => writeFilesAtomic([{ file, bytes }]);
