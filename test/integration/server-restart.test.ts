@@ -15,6 +15,7 @@ import { shardNames } from '../../src/names';
 import { eventually, uniqueName } from '../support/harness';
 import { readTableRows } from '../support/lance-read';
 import { Load } from '../support/load';
+import { NO_BINARY, temporalBinary } from '../support/own-server';
 
 // Invariant 10 across a server restart: the table's state is Temporal history in the
 // server's SQLite file, so a server stopped mid-load and started again on the same
@@ -27,22 +28,14 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-async function binary(): Promise<string> {
-  const mod = (await import(path.resolve(__dirname, '../../scripts/ensure-temporal.mjs'))) as { ensureTemporal(): { binary?: string } };
-  return process.env.TEMPORAL_CLI_PATH ?? mod.ensureTemporal().binary!;
-}
-
-test('a server restart mid-load loses nothing', async () => {
-  if (process.env.TEMPORAL_ADDRESS && !process.env.TEMPORAL_CLI_PATH) {
-    // Against an external server there is nothing of ours to restart.
-    expect(process.env.TEMPORAL_ADDRESS).toBeTruthy();
-    return;
-  }
+test('a server restart mid-load loses nothing', async (ctx) => {
+  // Against an external server there is nothing of ours to restart.
+  const binary = temporalBinary;
+  if (!binary) return ctx.skip(NO_BINARY);
   installQuietRuntime();
-  const bin = await binary();
   const port = await freePort();
   const dbFile = path.join(dir, 'temporal.db');
-  const start = () => startDevServer({ binary: bin, dbFile, port, headless: true, logFile: path.join(dir, 'server.log') });
+  const start = () => startDevServer({ binary, dbFile, port, headless: true, logFile: path.join(dir, 'server.log') });
   server = await start();
   const dataRoot = path.join(dir, 'data');
   const taskQueue = uniqueName('tq-restart');
