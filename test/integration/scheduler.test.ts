@@ -10,7 +10,7 @@ import * as msg from '../../workflows/messages';
 import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';
 import { readTableRows } from '../support/lance-read';
 import { Load } from '../support/load';
-import { activityRuns, isCommit, longestTurnMs } from '../support/history';
+import { activityRuns, historyEvents, isCommit, longestTurnMs } from '../support/history';
 import { recordHistory } from '../support/record-history';
 
 // The turn scheduler on the real server: bounded waits under a hot merger, bumps,
@@ -282,14 +282,15 @@ for (const cut of ['commitMerge', 'prepareMerge'] as const) {
 }
 
 test('40 concurrent read-your-merges waits in one process share at most one update per shard', async () => {
-  const { table, writer } = await newTable('waits', QUIET);
+  const { table, writer, handle } = await newTable('waits', QUIET);
   await h.tables.pause(table, { kind: 'merge' });
   const load = new Load(writer, { rowsPerGeneration: 50, keySpan: 500, pauseMs: 0 });
   for (let i = 0; i < 20; i++) for (const s of ['s0', 's1']) await load.writeOne(s);
   // Temporal refuses an 11th update in flight on one workflow; coalescing keeps it at 2.
   const waiter = new MergeWaiter(h.client);
   const waits = Array.from({ length: 40 }, (_, i) => waiter.wait(table, i % 2 ? 's1' : 's0', 1 + Math.floor(i / 2)));
-  await new Promise((r) => setTimeout(r, 500));
+  // Both coalesced updates are admitted (in history) while merges are still paused.
+  await eventually(async () => (await historyEvents(handle, 'WORKFLOW_EXECUTION_UPDATE_ACCEPTED')).length === 2, 'two awaitMerged updates accepted');
   await h.tables.resume(table, { kind: 'merge' });
   const results = await Promise.all(waits);
   expect(waiter.maxInFlight).toBe(2);
