@@ -149,10 +149,6 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
       case 'wakeAt':
         alarm.set(d.atMs);
         break;
-      case 'publish':
-        // The UI publisher (ui.ts) reads pressure and backlog from the state after
-        // every activation, together with the turn holder and pause flags.
-        break;
     }
   };
 
@@ -165,7 +161,9 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
     st = r.state;
     // While draining for continue-as-new, start nothing new: carryOver() hands
     // unstarted work to the next run.
-    for (const d of r.decisions) if (!draining || d.type === 'wakeAt' || d.type === 'publish') execute(d);
+    for (const d of r.decisions) if (!draining || d.type === 'wakeAt') execute(d);
+    // The UI publisher (ui.ts) reads pressure, backlog, turn holder and pause flags
+    // from the state after every activation.
     publishToUi(st, stalled.size > 0, now());
 
     const info = workflowInfo();

@@ -45,7 +45,7 @@ export const policySchema = z
 /** A per-table override: the same keys, every one optional, unknown keys rejected. */
 export type PolicyOverride = { [K in keyof Policy]?: Policy[K] extends object ? Partial<Policy[K]> : Policy[K] };
 
-/** Documentation of every key (README and `turnstile policy --help` print it). */
+/** Documentation of every key: README's policy table has these words (test/readme.test.ts checks it). */
 export const POLICY_DOCS: Record<keyof Policy, string> = {
   maxConsecutiveTurns: 'per kind: most turns a kind takes in a row while another kind is commit-ready',
   maxTurnWaitSecs: 'per kind: a commit-ready unit waiting this long is promoted to class 1 (durable timer)',
@@ -54,7 +54,7 @@ export const POLICY_DOCS: Record<keyof Policy, string> = {
   basePriority: 'per kind: priority within a class before aging',
   agingPerSec: 'priority gained per second of waiting for the turn',
   softBacklog: 'backlog (generations) at or below which writePressure is 0',
-  hardBacklog: 'backlog at which writePressure is 1 and seals are refused (retryable)',
+  hardBacklog: 'backlog at which writePressure is 1 and seals are refused (retryable); must exceed softBacklog',
   maxWriteDelayMs: 'writers wait writePressure * this before each seal',
   maxConcurrentPreparations: 'most units of one table preparing at once',
   snapshotIntervalSecs: 'period of the generation-store scan that corrects watermarks',

@@ -9,7 +9,6 @@ export { statusView, type StatusView, type QueueEntry } from './status';
 export {
   effectiveClass,
   classWhy,
-  compareForTurn,
   turnOrder,
   sortForTurn,
   pickTurn,

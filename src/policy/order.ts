@@ -111,12 +111,6 @@ function compareRanks(a: Rank, b: Rank): number {
   return a.readySince - b.readySince || byName(a.id, b.id);
 }
 
-/** Negative when a goes before b in the turn order. */
-export function compareForTurn(state: TableState, a: Unit, b: Unit, nowMs: number): number {
-  const backlog = backlogOf(state);
-  return compareRanks(rankOf(state, a, nowMs, backlog), rankOf(state, b, nowMs, backlog));
-}
-
 /** Units in turn order. */
 export function sortForTurn(state: TableState, units: readonly Unit[], nowMs: number): Unit[] {
   const backlog = backlogOf(state);

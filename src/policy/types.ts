@@ -12,7 +12,7 @@ export type SchedClass = 1 | 2 | 3 | 4;
 
 export type PerKind<T> = { [K in Kind]: T };
 
-/** The per-table policy. Defaults and ranges live in src/config/schema.ts. */
+/** The per-table policy. Defaults and ranges live in src/config/policy-schema.ts. */
 export interface Policy {
   /** A kind may not take more than this many turns in a row while another kind is commit-ready. */
   maxConsecutiveTurns: PerKind<number>;
@@ -162,8 +162,7 @@ export type Decision =
   | { type: 'commit'; unit: Unit; why: string; riders?: Unit[] }
   | { type: 'snapshot' }
   /** One durable timer for the earliest deadline; null means no timer is needed. */
-  | { type: 'wakeAt'; atMs: number | null }
-  | { type: 'publish'; writePressure: number; backlog: number };
+  | { type: 'wakeAt'; atMs: number | null };
 
 export interface StepResult {
   state: TableState;

@@ -148,8 +148,6 @@ class Simulation {
           this.q.push(d.atMs, { t: 'timer', token: this.timerToken });
         }
         return;
-      case 'publish':
-        return;
     }
   }
 

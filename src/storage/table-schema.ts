@@ -48,6 +48,3 @@ export async function checkTableSchema(root: string, table: string, schema: Sche
   }
   return ref;
 }
-
-/** The schema fixed by the table's first seal, or null before it. */
-export const readTableSchema = (root: string, table: string): Promise<Schema | null> => readSchema(schemaFile(root, table));

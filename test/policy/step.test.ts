@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { carryOver, initialState, NEVER, statusView, step } from '../../src/policy';
+import { backlogOf, carryOver, initialState, NEVER, statusView, step } from '../../src/policy';
 import type { TableState } from '../../src/policy/types';
 import { commits, committed, demand, Driver, prepared, prepares, quietTable, simPolicy, twoMergesReady, wakeAts } from './helpers';
 
@@ -133,10 +133,14 @@ describe('snapshot, policy, wake-ups', () => {
     expect(d.state.dueAtMs.snapshot).toBe(20_500);
   });
 
-  it('publishes pressure and backlog when they change', () => {
+  it('keeps write pressure current in the state after every event (the shell publishes it from there)', () => {
     const d = new Driver(quietTable({ softBacklog: 2, hardBacklog: 6 }));
-    expect(d.send(demand('s0', 4))).toContainEqual({ type: 'publish', writePressure: 0.5, backlog: 4 });
-    expect(d.send(demand('s0', 4)).some((x) => x.type === 'publish')).toBe(false);
+    d.send(demand('s0', 4));
+    expect([d.state.writePressure, backlogOf(d.state)]).toEqual([0.5, 4]);
+    d.send(demand('s0', 4));
+    expect([d.state.writePressure, backlogOf(d.state)]).toEqual([0.5, 4]);
+    d.send(demand('s1', 3));
+    expect([d.state.writePressure, backlogOf(d.state)]).toEqual([1, 7]);
   });
 
   it('policyChanged re-evaluates with the new policy', () => {
