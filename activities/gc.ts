@@ -3,7 +3,8 @@ import type { GcResult } from './contract';
 import type { ActivityDeps } from './deps';
 import { fail, mapCommonError } from './failures';
 import path from 'node:path';
-import { GENERATION_NAME, isDeletableFile, isTempFile, TEMP_MIN_AGE_MS } from './gc-paths';
+import { isDeletableFile, isTempFile, TEMP_MIN_AGE_MS } from './gc-paths';
+import { parseGenerationName } from '../src/storage/layout';
 import { raiseGcFloor } from '../src/storage/gc-floor';
 import { ProgressReporter } from './progress';
 import { readTableMeta } from '../src/storage/table-meta';
@@ -24,10 +25,10 @@ export interface GcInput {
 async function recordGenerationFloors(root: string, table: string, files: string[]): Promise<void> {
   const highest = new Map<string, number>();
   for (const f of files) {
-    const name = path.basename(f);
-    if (!GENERATION_NAME.test(name)) continue;
+    const seq = parseGenerationName(path.basename(f));
+    if (seq === null) continue;
     const shard = path.basename(path.dirname(f));
-    highest.set(shard, Math.max(highest.get(shard) ?? 0, Number(name.slice(0, 12))));
+    highest.set(shard, Math.max(highest.get(shard) ?? 0, seq));
   }
   for (const [shard, seq] of highest) await raiseGcFloor(root, table, shard, seq);
 }

@@ -1,12 +1,12 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { scanGenerationFiles } from '../src/storage/generation-store';
-import { TEMP_MARKER, tableLayout } from '../src/storage/layout';
+import { parsePreparedName, TEMP_MARKER, tableLayout } from '../src/storage/layout';
 import { readTableMeta } from '../src/storage/table-meta';
 import type { GcPlan, GcPlanInput } from './contract';
 import type { ActivityDeps } from './deps';
 import { fail, mapCommonError } from './failures';
-import { lanceDataDir, PREPARED_NAME, TEMP_MIN_AGE_MS } from './gc-paths';
+import { lanceDataDir, TEMP_MIN_AGE_MS } from './gc-paths';
 
 // Lists what gc may delete; deletes nothing (it runs outside the turn). Merged
 // watermarks only grow, so a plan stays valid until its gc commits.
@@ -47,9 +47,9 @@ export function makePlanGc(deps: ActivityDeps) {
         for (const g of await scanGenerationFiles(root, input.table, shard)) if (g.seq <= through) files.push(g.path);
       }
       for (const e of await entries(l.prepared)) {
-        const m = PREPARED_NAME.exec(e.name);
-        const through = m ? merged.get(m[1] as string) : undefined;
-        if (m && e.isFile() && !e.name.includes(TEMP_MARKER) && through !== undefined && Number(m[3]) <= through) {
+        const p = parsePreparedName(e.name);
+        const through = p ? merged.get(p.shard) : undefined;
+        if (p && e.isFile() && through !== undefined && p.toSeq <= through) {
           files.push(path.join(l.prepared, e.name));
         }
       }

@@ -12,6 +12,7 @@ import { applyOverride, defaultPolicy, type PolicyOverride } from '../src/config
 import { carryOver, initialState, statusView, stepAll } from '../src/policy';
 import type { Decision, PolicyEvent, TableState } from '../src/policy/types';
 import { awaitMergedSchema, bumpSchema, demandSchema, demandsSchema, pauseSchema } from '../src/wire';
+import { formatZodError } from '../src/zod-format';
 import * as msg from './messages';
 import { commitUnit, prepareUnit, runSnapshot } from './run-unit';
 import { Alarm } from './alarm';
@@ -68,28 +69,28 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   setHandler(msg.demand, (d) => {
     const r = demandSchema.safeParse(d);
     if (r.success) pushSignal({ type: 'demand', ...r.data });
-    else log.warn('invalid demand signal ignored', { error: r.error.message });
+    else log.warn('invalid demand signal ignored', { error: formatZodError(r.error) });
   });
   setHandler(msg.demands, (ds) => {
     const r = demandsSchema.safeParse(ds);
     if (r.success) for (const d of r.data) pushSignal({ type: 'demand', ...d });
-    else log.warn('invalid demands signal ignored', { error: r.error.message });
+    else log.warn('invalid demands signal ignored', { error: formatZodError(r.error) });
   });
   setHandler(msg.bump, (b) => {
     const r = bumpSchema.safeParse(b);
-    if (!r.success) return log.warn('invalid bump signal ignored', { error: r.error.message });
+    if (!r.success) return log.warn('invalid bump signal ignored', { error: formatZodError(r.error) });
     const target = r.data.kind ? { kind: r.data.kind } : { unitId: r.data.unitId! };
     pushSignal({ type: 'bump', bump: { target, class: r.data.class, reason: r.data.reason, expiresAtMs: now() + r.data.forSecs * 1000 } });
   });
   setHandler(msg.pause, (p) => {
     const r = pauseSchema.safeParse(p ?? {});
     if (r.success) pushSignal({ type: 'pause', kind: r.data.kind });
-    else log.warn('invalid pause signal ignored', { error: r.error.message });
+    else log.warn('invalid pause signal ignored', { error: formatZodError(r.error) });
   });
   setHandler(msg.resume, (p) => {
     const r = pauseSchema.safeParse(p ?? {});
     if (r.success) pushSignal({ type: 'resume', kind: r.data.kind });
-    else log.warn('invalid resume signal ignored', { error: r.error.message });
+    else log.warn('invalid resume signal ignored', { error: formatZodError(r.error) });
   });
   setHandler(
     msg.setPolicy,
@@ -118,7 +119,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
     {
       validator: (req) => {
         const r = awaitMergedSchema.safeParse(req);
-        if (!r.success) throw ApplicationFailure.nonRetryable(`awaitMerged: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, 'InvalidRequest');
+        if (!r.success) throw ApplicationFailure.nonRetryable(`awaitMerged: ${formatZodError(r.error)}`, 'InvalidRequest');
       },
     },
   );

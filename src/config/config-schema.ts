@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { formatZodError, policySchema } from './policy-schema';
+import { policySchema } from './policy-schema';
+import { formatZodError } from '../zod-format';
 import type { Policy } from '../policy/types';
 
 // The process-wide configuration: one schema, loaded by a pure function of

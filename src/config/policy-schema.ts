@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Policy } from '../policy/types';
+import { formatZodError } from '../zod-format';
 
 // The per-table policy: one zod schema, defaults for every key. Pure (no I/O), so the
 // workflow's update validator uses the same schema as the CLI and the config loader.
@@ -63,20 +64,6 @@ export const POLICY_DOCS: Record<keyof Policy, string> = {
   commitRetryBaseSecs: 'a failed commit may retry after min(base * 2^(n-1), max) seconds',
   commitRetryMaxSecs: 'upper bound of that backoff',
 };
-
-/** One line per problem: "maxTurnWaitSecs.optimize: must be an integer in [1, 86400]". */
-export function formatZodError(error: z.ZodError, prefix = ''): string {
-  return error.issues
-    .map((i) => {
-      if (i.code === z.ZodIssueCode.unrecognized_keys) {
-        const at = [...i.path].join('.');
-        return i.keys.map((k) => `${prefix}${at ? `${at}.` : ''}${k}: unknown key`).join('; ');
-      }
-      const at = `${prefix}${i.path.join('.')}`;
-      return `${at || '(root)'}: ${i.message}`;
-    })
-    .join('; ');
-}
 
 export type PolicyResult = { ok: true; policy: Policy } | { ok: false; error: string };
 

@@ -6,7 +6,7 @@ import { arrow, tempPathFor, writeIpcFileAtomic, type ArrowTable } from './arrow
 import { readGcFloor } from './gc-floor';
 import { checkTableSchema } from './table-schema';
 import { withFileLock } from './file-lock';
-import { generationFile, sealedFile, shardDir, tableLayout } from './layout';
+import { generationFile, parseGenerationName, sealedFile, shardDir, tableLayout } from './layout';
 import { checkKeyColumn, tableFromRows, withSeqColumn, type Row } from './records';
 import { shardOfKey } from './routing';
 import { readTableMeta, type TableMeta } from './table-meta';
@@ -37,8 +37,6 @@ export interface GenerationEntry {
   /** Size in bytes, or null when the file is missing. */
   bytes: number | null;
 }
-
-const GENERATION_NAME = /^(\d{12})\.arrow$/;
 
 // What is sealed is what exists: a generation is sealed the moment its file is renamed
 // into place (after fsync), so a seal costs one durable file write. SEALED.json is a
@@ -197,8 +195,8 @@ export async function scanGenerationFiles(root: string, table: string, shard: st
   });
   const out: { seq: number; path: string }[] = [];
   for (const name of names) {
-    const m = GENERATION_NAME.exec(name);
-    if (m) out.push({ seq: Number(m[1]), path: path.join(dir, name) });
+    const seq = parseGenerationName(name);
+    if (seq !== null) out.push({ seq, path: path.join(dir, name) });
   }
   return out.sort((a, b) => a.seq - b.seq);
 }

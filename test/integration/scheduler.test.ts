@@ -8,7 +8,7 @@ import type { PolicyOverride } from '../../src/config/policy-schema';
 import { shardNames } from '../../src/names';
 import * as msg from '../../workflows/messages';
 import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';
-import { readTableRows } from '../support/lance-read';
+import { expectMergedExactly } from '../support/expect-exact';
 import { Load } from '../support/load';
 import { activityRuns, historyEvents, isCommit, longestTurnMs } from '../support/history';
 import { recordHistory } from '../support/record-history';
@@ -30,17 +30,7 @@ async function newTable(prefix: string, policy: PolicyOverride, extra: { continu
   return { table, writer, handle: hh.tables.handle(table) };
 }
 
-async function expectExact(table: string, load: Load, hh: Harness = h) {
-  const waiter = new MergeWaiter(hh.client);
-  for (const shard of ['s0', 's1']) {
-    const r = await waiter.wait(table, shard, load.sealedThrough(shard));
-    expect(r.mergedThroughSeq).toBe(load.sealedThrough(shard));
-  }
-  const model = load.model();
-  const { count, rows } = await readTableRows(hh.dataRoot, table);
-  expect(count).toBe(model.size);
-  for (const [k, want] of model) expect(rows.get(k), `row ${k}`).toEqual(want);
-}
+const expectExact = (table: string, load: Load, hh: Harness = h) => expectMergedExactly(hh, table, load, ['s0', 's1']);
 
 // Only merges and the kind under test: index and gc never become due by themselves.
 const QUIET = { periodSecs: { index: 0, gc: 0 } };

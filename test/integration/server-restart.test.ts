@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, expect, test } from 'vitest';
+import { afterAll, test } from 'vitest';
 import { startDevServer, freePort, type DevServer } from '../../src/server/dev-server';
 import { connectClient } from '../../src/client/connect';
 import { TableClient } from '../../src/client/table-client';
@@ -13,7 +13,7 @@ import { createWorker } from '../../src/worker/create-worker';
 import { installQuietRuntime } from '../../src/worker/runtime';
 import { shardNames } from '../../src/names';
 import { eventually, uniqueName } from '../support/harness';
-import { readTableRows } from '../support/lance-read';
+import { expectRowsExactly } from '../support/expect-exact';
 import { Load } from '../support/load';
 import { NO_BINARY, temporalBinary } from '../support/own-server';
 
@@ -69,10 +69,7 @@ test('a server restart mid-load loses nothing', async (ctx) => {
     const sealed = meta.shards.map((s) => load.sealedThrough(s));
     for (const [i, s] of meta.shards.entries()) await waiter.wait(table, s, sealed[i]!);
     console.log(`everything merged ${Date.now() - t0} ms after the stop`);
-    const model = load.model();
-    const { count, rows } = await readTableRows(dataRoot, table);
-    expect(count).toBe(model.size);
-    for (const [k, want] of model) expect(rows.get(k), `row ${k}`).toEqual(want);
+    await expectRowsExactly(dataRoot, table, load.model());
   } finally {
     worker.shutdown();
     await running.catch(() => undefined);
