@@ -28,6 +28,8 @@ export interface TableWorkflowArgs {
   carried?: { state: TableState; stalled: string[] };
   /** Tests only: continue as new once history reaches this many events. */
   continueAsNewAtEvents?: number;
+  /** Tests only: bound of the signal inbox (default MAX_INBOX). */
+  maxInbox?: number;
 }
 
 const MAX_INBOX = 10_000;
@@ -60,7 +62,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   // signals are bounded, and a dropped demand is recovered by the periodic snapshot.
   const push = (ev: PolicyEvent) => inbox.push(ev);
   const pushSignal = (ev: PolicyEvent) => {
-    if (inbox.length < MAX_INBOX) inbox.push(ev);
+    if (inbox.length < (args.maxInbox ?? MAX_INBOX)) inbox.push(ev);
     else log.warn('inbox full, signal dropped (the periodic snapshot recovers demand)', { type: ev.type });
   };
   const now = () => Date.now();

@@ -9,6 +9,16 @@ import type { ArrivalProcess, FaultRates, SimConfig, SimResult, TurnRecord } fro
 // A discrete-event stand-in for the table workflow shell: it feeds the core events at
 // simulated times, "runs" the activities the core asks for with configured durations
 // and failure rates, and keeps the single timer the core asks for. No Temporal.
+//
+// It re-implements the shell only as far as the core's scheduling needs, and does NOT
+// cover (test/workflows/table-shell.test.ts drives the real shell for these):
+// - batching: it steps one event at a time, where the shell applies every event of one
+//   activation together (stepAll);
+// - the Alarm's re-arming only when the deadline moves, continue-as-new (draining,
+//   carryOver, awaitMerged answering merged=false), the bounded signal inbox, the
+//   payload validators of signals and updates, search attributes and current details;
+// - Temporal's own retry policy, heartbeat timeouts and activity timeouts: attempts,
+//   stalls and failures are drawn from the configured fault rates instead.
 
 type Item =
   | { t: 'deliver'; event: PolicyEvent }
