@@ -6,7 +6,7 @@ import { generationFile, parsePreparedName, preparedFile, tableLayout, type Tabl
 import { readTableMeta } from '../src/storage/table-meta';
 import type { PrepareMergeInput, PreparedMerge, PrepareTimings, Progress } from './contract';
 import type { ActivityDeps } from './deps';
-import { fail, isNotFound, mapCommonError } from './failures';
+import { fail, isNotFound } from './failures';
 import { NewestRowPerKey } from './newest-row-per-key';
 import { ProgressReporter } from './progress';
 import { generationProblem } from './validate-generation';
@@ -62,12 +62,7 @@ async function readGeneration(file: string, shard: string, seq: number, sealedTh
 
 export function makePrepareMerge(deps: ActivityDeps) {
   return async function prepareMerge(input: PrepareMergeInput): Promise<PreparedMerge> {
-    const progress = new ProgressReporter('prepareMerge', deps.faults);
-    try {
-      return await prepare(deps, input, progress);
-    } catch (err) {
-      throw mapCommonError(err);
-    }
+    return prepare(deps, input, new ProgressReporter('prepareMerge', deps.faults));
   };
 }
 

@@ -26,14 +26,20 @@ export interface TableMeta {
 const INDEX_TYPES: readonly IndexSpec['type'][] = ['btree', 'bitmap', 'ivf_flat', 'ivf_pq'];
 
 export class TableNotFoundError extends Error {
-  constructor(root: string, table: string) {
+  constructor(
+    readonly root: string,
+    readonly table: string,
+  ) {
     super(`table ${table} does not exist under ${root} (no ${tableLayout(root, table).tableFile}); create it with \`turnstile table create\``);
     this.name = 'TableNotFoundError';
   }
 }
 
 export class TableExistsError extends Error {
-  constructor(root: string, table: string) {
+  constructor(
+    readonly root: string,
+    readonly table: string,
+  ) {
     super(`table ${table} already exists under ${root}`);
     this.name = 'TableExistsError';
   }
