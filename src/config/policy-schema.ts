@@ -41,7 +41,7 @@ export const policySchema = z
     if (p.hardBacklog <= p.softBacklog) {
       ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['hardBacklog'], message: `must be greater than softBacklog (${p.softBacklog})` });
     }
-  });
+  }) satisfies z.ZodType<Policy, z.ZodTypeDef, unknown>;
 
 /** A per-table override: the same keys, every one optional, unknown keys rejected. */
 export type PolicyOverride = { [K in keyof Policy]?: Policy[K] extends object ? Partial<Policy[K]> : Policy[K] };
@@ -70,7 +70,7 @@ export type PolicyResult = { ok: true; policy: Policy } | { ok: false; error: st
 /** Validates a complete policy object (defaults filled in). */
 export function parsePolicy(input: unknown, prefix = ''): PolicyResult {
   const r = policySchema.safeParse(input ?? {});
-  return r.success ? { ok: true, policy: r.data as Policy } : { ok: false, error: formatZodError(r.error, prefix) };
+  return r.success ? { ok: true, policy: r.data } : { ok: false, error: formatZodError(r.error, prefix) };
 }
 
 /** Applies a per-table override on top of a base policy and validates the result. */
@@ -96,4 +96,4 @@ export function combineOverrides(earlier: PolicyOverride | undefined, later: Pol
   return layer((earlier ?? {}) as Record<string, unknown>, later as Record<string, unknown>) as PolicyOverride;
 }
 
-export const defaultPolicy = (): Policy => (policySchema.parse({}) as Policy);
+export const defaultPolicy = (): Policy => policySchema.parse({});

@@ -2,6 +2,8 @@
 // the table workflow carries it across continue-as-new, and the simulator and the
 // property tests build it without Temporal.
 
+import type { GcPlan, IndexPlan, OptimizePlan, PreparedMerge } from '../unit-results';
+
 export const KINDS = ['merge', 'optimize', 'index', 'gc'] as const;
 export type Kind = (typeof KINDS)[number];
 
@@ -53,14 +55,19 @@ export interface ShardState {
 
 export type UnitState = 'preparing' | 'ready' | 'committing' | 'backoff';
 
-export interface Unit {
+/** What each kind's preparation hands to its commit; the core carries it and never reads it. */
+export interface PreparedOf {
+  merge: PreparedMerge;
+  optimize: OptimizePlan;
+  index: IndexPlan;
+  gc: GcPlan;
+}
+
+export type PeriodicKind = Exclude<Kind, 'merge'>;
+
+interface UnitCommon {
   /** Stable id: `merge/<shard>`, `optimize`, `index`, `gc`. */
   id: string;
-  kind: Kind;
-  shard: string | null;
-  /** For merges: the seq range this unit covers. */
-  fromSeq: number | null;
-  toSeq: number | null;
   state: UnitState;
   createdAtMs: number;
   /** When it became commit-ready (first time; kept across commit retries so aging is not lost). */
@@ -70,8 +77,6 @@ export interface Unit {
   /** Not before this time may it take the turn (commit backoff). */
   notBeforeMs: number | null;
   commitAttempts: number;
-  /** Opaque result of preparation, handed to the commit activity. */
-  prepared: unknown;
   reservedBytes: number;
   /** Last failure of this unit (shown in status while it backs off). */
   lastError: string | null;
@@ -81,6 +86,24 @@ export interface Unit {
    */
   solo?: boolean;
 }
+
+/** A merge of one shard's seq range fromSeq..toSeq. */
+export interface MergeUnit extends UnitCommon {
+  kind: 'merge';
+  shard: string;
+  fromSeq: number;
+  toSeq: number;
+  /** The result of preparation (null until prepared), handed to the commit activity. */
+  prepared: PreparedMerge | null;
+}
+
+/** optimize, index or gc: the whole table, so no shard and no range (null, as carried states hold them). */
+export type PeriodicUnit = {
+  [K in PeriodicKind]: UnitCommon & { kind: K; shard: null; fromSeq: null; toSeq: null; prepared: PreparedOf[K] | null };
+}[PeriodicKind];
+
+/** One piece of maintenance work; the JSON shape of every unit carried across continue-as-new. */
+export type Unit = MergeUnit | PeriodicUnit;
 
 export interface Bump {
   /** Either a kind or a unit id. */
@@ -144,7 +167,7 @@ export type PolicyEvent =
   | { type: 'demand'; shard: string; sealedThroughSeq: number; revision: number }
   | { type: 'snapshot'; revision: number; shards: { shard: string; sealedThroughSeq: number; revision: number }[] }
   | { type: 'snapshotFailed'; error: string }
-  | { type: 'prepared'; unitId: string; needsCommit: boolean; prepared: unknown; reservedBytes?: number; attempts: number }
+  | PreparedEvent
   | { type: 'prepareFailed'; unitId: string; error: string; retryable: boolean; stalled: boolean }
   | { type: 'committed'; unitId: string; version: number; rows?: number; attempts: number }
   | { type: 'commitFailed'; unitId: string; error: string; retryable: boolean; stalled: boolean }
@@ -153,6 +176,11 @@ export type PolicyEvent =
   | { type: 'pause'; kind: Kind | null }
   | { type: 'resume'; kind: Kind | null }
   | { type: 'policyChanged'; policy: Policy };
+
+/** A preparation finished; its result has the shape of its unit's kind. */
+export type PreparedEvent = {
+  [K in Kind]: { type: 'prepared'; kind: K; unitId: string; needsCommit: boolean; prepared: PreparedOf[K] | null; reservedBytes?: number; attempts: number };
+}[Kind];
 
 // ---- decisions the workflow shell carries out ----
 

@@ -179,8 +179,15 @@ class Simulation {
     const fail = this.failure(this.cfg.prepareFaults);
     if (fail) return this.later(ms, { type: 'prepareFailed', unitId: u.id, ...fail });
     const needsCommit = u.kind === 'merge' || chance(this.rng, this.cfg.needsCommit?.[u.kind] ?? 1);
-    const rows = u.kind === 'merge' ? ((u.toSeq ?? 0) - (u.fromSeq ?? 1) + 1) * this.rowsPerGeneration() : 0;
-    this.later(ms, { type: 'prepared', unitId: u.id, needsCommit, prepared: { rows }, reservedBytes: rows * 100, attempts: this.attempts(this.cfg.prepareFaults) });
+    const rows = u.kind === 'merge' ? (u.toSeq - u.fromSeq + 1) * this.rowsPerGeneration() : 0;
+    const base = { type: 'prepared' as const, unitId: u.id, needsCommit, reservedBytes: rows * 100, attempts: this.attempts(this.cfg.prepareFaults) };
+    // Only a merge's result matters to the simulation (its rows); plans stay null.
+    this.later(
+      ms,
+      u.kind === 'merge'
+        ? { ...base, kind: 'merge', prepared: { shard: u.shard, fromSeq: u.fromSeq, toSeq: u.toSeq, preparedPath: null, rows, bytes: rows * 100, attempt: 1, resumedFromFile: 0, resumedVia: null } }
+        : { ...base, kind: u.kind, prepared: null },
+    );
   }
 
   private rowsPerGeneration(): number {
@@ -193,7 +200,7 @@ class Simulation {
     const ms = draw(this.rng, this.cfg.commitMs[u.kind]);
     const fail = this.failure(this.cfg.commitFaults);
     if (fail) return this.later(ms, { type: 'commitFailed', unitId: u.id, ...fail });
-    const rows = (u.prepared as { rows?: number } | null)?.rows ?? 0;
+    const rows = u.kind === 'merge' ? (u.prepared?.rows ?? 0) : 0;
     this.later(ms, { type: 'committed', unitId: u.id, version: ++this.version, rows, attempts: 1 });
   }
 }

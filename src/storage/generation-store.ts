@@ -1,6 +1,5 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { SnapshotResult } from '../../activities/contract';
 import { SEQ_COLUMN, validateShardName } from '../names';
 import { arrow, tempPathFor, writeIpcFileAtomic, type ArrowTable } from './arrow';
 import { readGcFloor } from './gc-floor';
@@ -20,6 +19,14 @@ export { createTableMeta, readTableMeta, listTables, TableNotFoundError, TableEx
 export interface ShardSealed {
   shard: string;
   sealedThroughSeq: number;
+  revision: number;
+}
+
+/** What the snapshot activity returns: every shard's SEALED.json. */
+export interface SnapshotResult {
+  /** Each shard as its SEALED.json says. */
+  shards: { shard: string; sealedThroughSeq: number; revision: number }[];
+  /** Sum of the shards' revisions (each seal adds 1 to its shard's): grows with every seal. */
   revision: number;
 }
 

@@ -70,7 +70,7 @@ describe('units and preparation', () => {
     const d = new Driver(quietTable({ periodSecs: { optimize: 60, index: 0, gc: 0 } }));
     const ds = d.at(60_000).send({ type: 'timer' });
     expect(prepares(ds).map((p) => p.unit.id)).toEqual(['optimize']);
-    d.at(61_000).send({ type: 'prepared', unitId: 'optimize', needsCommit: false, prepared: null, attempts: 3 });
+    d.at(61_000).send({ type: 'prepared', kind: 'optimize', unitId: 'optimize', needsCommit: false, prepared: null, attempts: 3 });
     expect(d.state.units).toHaveLength(0);
     expect(d.state.dueAtMs.optimize).toBe(121_000);
     expect(d.state.counters.retries).toBe(2);
