@@ -1,6 +1,6 @@
 import { parseArgs, UsageError } from './args';
 
-// `turnstile <command>`: the command line of DESIGN.md. Every bad input exits non-zero
+// `turnstile <command>`: the command line of the README. Every bad input exits non-zero
 // with one line naming the field and what it accepts.
 
 const USAGE = `usage:

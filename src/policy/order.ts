@@ -2,7 +2,7 @@ import { backlogOf } from './pressure';
 import { byName, fmtSecs, plural } from './time';
 import type { Bump, SchedClass, TableState, Unit } from './types';
 
-// Turn order (invariants 3 and 4). Lowest effective class first. Within class 1 the
+// Turn order (docs/design.md invariants 3 and 4). Lowest effective class first. Within class 1 the
 // units promoted by waiting maxTurnWaitSecs go first, in the order their promotion
 // deadlines passed: promotion is a hard bound on waiting, and aged priority alone
 // could let a high-base-priority class-1 merge stream overtake an overdue unit

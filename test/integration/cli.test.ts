@@ -8,7 +8,7 @@ import { tableFromRows } from '../../src/storage/records';
 import { generateRows } from '../../src/writer';
 import { startHarness, uniqueName, type Harness } from '../support/harness';
 
-// The command line of DESIGN.md, as operators run it, against the real server: the
+// The command line of the README, as operators run it, against the real server: the
 // harness's worker serves the task queue the CLI is pointed at.
 
 let h: Harness;

@@ -17,7 +17,7 @@ import { expectRowsExactly } from '../support/expect-exact';
 import { Load } from '../support/load';
 import { NO_BINARY, temporalBinary } from '../support/own-server';
 
-// Invariant 10 across a server restart: the table's state is Temporal history in the
+// docs/design.md invariant 10 across a server restart: the table's state is Temporal history in the
 // server's SQLite file, so a server stopped mid-load and started again on the same
 // file carries on where it was, and nothing is lost. This test runs its own server.
 
