@@ -229,12 +229,13 @@ test('workers scale horizontally: stopping one of two workers mid-load loses not
 
 for (const cut of ['commitMerge', 'prepareMerge'] as const) {
   test(`a worker stopped while its ${cut} outlasts the shutdown grace hands the unit over at once, not after stallSecs`, async () => {
-    // Worker A's ${cut} takes 8 s; its shutdown grace is 2 s; a silent loss would only be
-    // noticed after stallSecs = 120 s.
+    // Worker A's ${cut} never ends by itself (frozen until cancelled; a fixed 8 s freeze
+    // could run out first on a loaded machine); its shutdown grace is 2 s; a silent loss
+    // would only be noticed after stallSecs = 120 s.
     const phase = cut === 'commitMerge' ? 'commit' : 'read';
     const slow = await startHarness({
       name: 'graceful',
-      deps: { faults: { freezeProgress: (p) => (p.activity === cut && p.phase === phase && p.attempt === 1 ? new Promise((r) => setTimeout(r, 8000)) : undefined) } },
+      deps: { faults: { freezeProgress: (p) => (p.activity === cut && p.phase === phase && p.attempt === 1 ? new Promise<void>(() => {}) : undefined) } },
     });
     try {
       const { table, writer, handle } = await newTable('graceful', { ...QUIET, stallSecs: { read: 120, encode: 120, commit: 120 }, commitRetryBaseSecs: 1 }, {}, slow);
