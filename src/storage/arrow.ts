@@ -39,6 +39,16 @@ export function toTable(data: ArrowTable | RecordBatch): ArrowTable {
 }
 
 /** A temp name in the same directory (rename must not cross file systems) that gc can recognise. */
+/** A small file's text, or null when it does not exist (any other error is thrown). */
+export async function readTextIfExists(file: string): Promise<string | null> {
+  try {
+    return await fs.readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+}
+
 export function tempPathFor(file: string): string {
   const rand = randomBytes(4).toString('hex');
   return path.join(path.dirname(file), `${TEMP_MARKER}${process.pid}-${rand}-${path.basename(file)}`);

@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { SEQ_COLUMN, validateShardName } from '../names';
-import { arrow, tempPathFor, writeIpcFileAtomic, type ArrowTable } from './arrow';
+import { arrow, readTextIfExists, tempPathFor, writeIpcFileAtomic, type ArrowTable } from './arrow';
 import { readGcFloor } from './gc-floor';
 import { checkTableSchema } from './table-schema';
 import { withFileLock } from './file-lock';
@@ -55,13 +55,8 @@ export interface GenerationEntry {
 // seal raises each by one); SEALED.json keeps the field for stores written before.
 
 async function readHint(file: string): Promise<number> {
-  let text: string;
-  try {
-    text = await fs.readFile(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
-    throw err;
-  }
+  const text = await readTextIfExists(file);
+  if (text === null) return 0;
   let v: Partial<ShardSealed>;
   try {
     v = JSON.parse(text) as Partial<ShardSealed>;
