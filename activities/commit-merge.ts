@@ -4,7 +4,7 @@ import { readTableMeta } from '../src/storage/table-meta';
 import type { CommitMergeInput, CommitResult, PreparedMerge } from './contract';
 import { mergeDeadlineMs } from './deadlines';
 import type { ActivityDeps } from './deps';
-import { fail, isNotFound, mapCommonError } from './failures';
+import { fail, isNotFound } from './failures';
 import { ProgressReporter } from './progress';
 
 // The commit of a merge, run while holding the table's turn. Idempotent by
@@ -24,12 +24,7 @@ async function readPrepared(file: string): Promise<ArrowTable> {
 
 export function makeCommitMerge(deps: ActivityDeps) {
   return async function commitMerge(input: CommitMergeInput): Promise<CommitResult> {
-    const progress = new ProgressReporter('commitMerge', deps.faults);
-    try {
-      return await commit(deps, input, progress);
-    } catch (err) {
-      throw mapCommonError(err);
-    }
+    return commit(deps, input, new ProgressReporter('commitMerge', deps.faults));
   };
 }
 

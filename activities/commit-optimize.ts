@@ -3,7 +3,7 @@ import { readTableMeta } from '../src/storage/table-meta';
 import type { CommitOptimizeInput, OptimizeResult } from './contract';
 import { optimizeDeadlineMs } from './deadlines';
 import type { ActivityDeps } from './deps';
-import { fail, mapCommonError } from './failures';
+import { fail } from './failures';
 import { ProgressReporter } from './progress';
 
 // Optimize holds the turn: it conflicts with merges (it is often preempted and fails
@@ -15,27 +15,23 @@ import { ProgressReporter } from './progress';
 export function makeCommitOptimize(deps: ActivityDeps) {
   return async function commitOptimize(input: CommitOptimizeInput): Promise<OptimizeResult> {
     const progress = new ProgressReporter('commitOptimize', deps.faults);
-    try {
-      if (!Number.isFinite(input.retentionSecs) || input.retentionSecs < 0) {
-        throw fail('InvalidInput', `retentionSecs ${input.retentionSecs} must be a number >= 0`);
-      }
-      await readTableMeta(deps.dataRoot, input.table);
-      const tbl = await openLanceTable(deps.dataRoot, input.table);
-      if (!tbl) return { version: 0, rows: 0, fragmentsRemoved: 0, fragmentsAdded: 0, versionsPruned: 0 };
-      const before = await tbl.stats();
-      await progress.point('commit');
-      const deadlineMs = Date.now() + optimizeDeadlineMs(before.numRows);
-      const cleanupOlderThan = new Date(Date.now() - input.retentionSecs * 1000);
-      const r = await progress.bounded({ phase: 'commit', step: 'optimize', deadlineMs }, tbl.optimize({ cleanupOlderThan }));
-      return {
-        version: await tbl.version(),
-        rows: before.numRows,
-        fragmentsRemoved: r.compaction.fragmentsRemoved,
-        fragmentsAdded: r.compaction.fragmentsAdded,
-        versionsPruned: r.prune.oldVersionsRemoved,
-      };
-    } catch (err) {
-      throw mapCommonError(err);
+    if (!Number.isFinite(input.retentionSecs) || input.retentionSecs < 0) {
+      throw fail('InvalidInput', `retentionSecs ${input.retentionSecs} must be a number >= 0`);
     }
+    await readTableMeta(deps.dataRoot, input.table);
+    const tbl = await openLanceTable(deps.dataRoot, input.table);
+    if (!tbl) return { version: 0, rows: 0, fragmentsRemoved: 0, fragmentsAdded: 0, versionsPruned: 0 };
+    const before = await tbl.stats();
+    await progress.point('commit');
+    const deadlineMs = Date.now() + optimizeDeadlineMs(before.numRows);
+    const cleanupOlderThan = new Date(Date.now() - input.retentionSecs * 1000);
+    const r = await progress.bounded({ phase: 'commit', step: 'optimize', deadlineMs }, tbl.optimize({ cleanupOlderThan }));
+    return {
+      version: await tbl.version(),
+      rows: before.numRows,
+      fragmentsRemoved: r.compaction.fragmentsRemoved,
+      fragmentsAdded: r.compaction.fragmentsAdded,
+      versionsPruned: r.prune.oldVersionsRemoved,
+    };
   };
 }

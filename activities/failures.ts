@@ -16,13 +16,14 @@ export type FailureType =
   | 'InvalidInput'
   | 'GcRefused';
 
-export const fail = (type: FailureType, message: string): ApplicationFailure => ApplicationFailure.nonRetryable(message, type);
+/** `details` carries the fields a caller may branch on (the failure's type says which). */
+export const fail = (type: FailureType, message: string, ...details: unknown[]): ApplicationFailure => ApplicationFailure.nonRetryable(message, type, ...details);
 
 export const isNotFound = (err: unknown): boolean => (err as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
 
 /** Errors every activity maps the same way; anything else stays retryable. */
 export function mapCommonError(err: unknown): unknown {
-  if (err instanceof TableNotFoundError) return fail('TableNotFound', err.message);
+  if (err instanceof TableNotFoundError) return fail('TableNotFound', err.message, { table: err.table });
   return err;
 }
 

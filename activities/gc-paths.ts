@@ -1,14 +1,12 @@
 import path from 'node:path';
 import { lanceTableDir } from '../src/storage/lance-table';
-import { TEMP_MARKER, tableLayout } from '../src/storage/layout';
+import { parseGenerationName, parsePreparedName, TEMP_MARKER, tableLayout } from '../src/storage/layout';
 
 // Which paths gc may ever delete, checked by both planGc and gc: merged generation
 // files, prepared batches, and temporary leftovers, all inside the table's own
 // directories. SEALED.json and table.json never match.
 
 export const TEMP_MIN_AGE_MS = 10 * 60_000;
-export const GENERATION_NAME = /^\d{12}\.arrow$/;
-export const PREPARED_NAME = /^(.*)-(\d+)-(\d+)\.arrow$/;
 
 const inside = (dir: string, p: string): boolean => {
   const rel = path.relative(dir, p);
@@ -24,8 +22,8 @@ export function isDeletableFile(root: string, table: string, file: string): bool
   const l = tableLayout(root, table);
   const p = path.resolve(file);
   const name = path.basename(p);
-  if (path.dirname(p) === path.resolve(l.prepared)) return PREPARED_NAME.test(name) && !name.includes(TEMP_MARKER);
-  return path.dirname(path.dirname(p)) === path.resolve(l.gen) && GENERATION_NAME.test(name);
+  if (path.dirname(p) === path.resolve(l.prepared)) return parsePreparedName(name) !== null;
+  return path.dirname(path.dirname(p)) === path.resolve(l.gen) && parseGenerationName(name) !== null;
 }
 
 /** A temp leftover: a TEMP_MARKER name under the table's meta dir, or data/.tmp* of its Lance table. */

@@ -1,9 +1,10 @@
 import fs from 'node:fs/promises';
 import type { GcResult } from './contract';
 import type { ActivityDeps } from './deps';
-import { fail, mapCommonError } from './failures';
+import { fail } from './failures';
 import path from 'node:path';
-import { GENERATION_NAME, isDeletableFile, isTempFile, TEMP_MIN_AGE_MS } from './gc-paths';
+import { isDeletableFile, isTempFile, TEMP_MIN_AGE_MS } from './gc-paths';
+import { parseGenerationName } from '../src/storage/layout';
 import { raiseGcFloor } from '../src/storage/gc-floor';
 import { ProgressReporter } from './progress';
 import { readTableMeta } from '../src/storage/table-meta';
@@ -24,10 +25,10 @@ export interface GcInput {
 async function recordGenerationFloors(root: string, table: string, files: string[]): Promise<void> {
   const highest = new Map<string, number>();
   for (const f of files) {
-    const name = path.basename(f);
-    if (!GENERATION_NAME.test(name)) continue;
+    const seq = parseGenerationName(path.basename(f));
+    if (seq === null) continue;
     const shard = path.basename(path.dirname(f));
-    highest.set(shard, Math.max(highest.get(shard) ?? 0, Number(name.slice(0, 12))));
+    highest.set(shard, Math.max(highest.get(shard) ?? 0, seq));
   }
   for (const [shard, seq] of highest) await raiseGcFloor(root, table, shard, seq);
 }
@@ -35,35 +36,31 @@ async function recordGenerationFloors(root: string, table: string, files: string
 export function makeGc(deps: ActivityDeps) {
   return async function gc(input: GcInput): Promise<GcResult> {
     const progress = new ProgressReporter('gc', deps.faults);
-    try {
-      const root = deps.dataRoot;
-      await readTableMeta(root, input.table);
-      for (const f of input.files) {
-        if (!isDeletableFile(root, input.table, f)) throw fail('GcRefused', `gc: refusing to delete ${f}: not a generation file or prepared batch of table ${input.table}`);
-      }
-      for (const f of input.tempFiles) {
-        if (!isTempFile(root, input.table, f)) throw fail('GcRefused', `gc: refusing to delete ${f}: not a temporary file of table ${input.table}`);
-      }
-      await recordGenerationFloors(root, input.table, input.files);
-      const all = [...input.files.map((f) => ({ f, temp: false })), ...input.tempFiles.map((f) => ({ f, temp: true }))];
-      let deleted = 0;
-      let bytesFreed = 0;
-      await progress.point('commit');
-      for (const [i, { f, temp }] of all.entries()) {
-        const st = await fs.lstat(f).catch(() => null);
-        // A temp file young again would be a live writer's: leave it.
-        if (st && st.isFile() && !(temp && Date.now() - st.mtimeMs < TEMP_MIN_AGE_MS)) {
-          await fs.rm(f, { force: true });
-          // The sidecar goes after its file, so no file is ever left without one.
-          if (!temp) await fs.rm(checksumFile(f), { force: true });
-          deleted++;
-          bytesFreed += st.size;
-        }
-        progress.report({ phase: 'commit', step: `delete ${i + 1}/${all.length}` });
-      }
-      return { deleted, bytesFreed };
-    } catch (err) {
-      throw mapCommonError(err);
+    const root = deps.dataRoot;
+    await readTableMeta(root, input.table);
+    for (const f of input.files) {
+      if (!isDeletableFile(root, input.table, f)) throw fail('GcRefused', `gc: refusing to delete ${f}: not a generation file or prepared batch of table ${input.table}`);
     }
+    for (const f of input.tempFiles) {
+      if (!isTempFile(root, input.table, f)) throw fail('GcRefused', `gc: refusing to delete ${f}: not a temporary file of table ${input.table}`);
+    }
+    await recordGenerationFloors(root, input.table, input.files);
+    const all = [...input.files.map((f) => ({ f, temp: false })), ...input.tempFiles.map((f) => ({ f, temp: true }))];
+    let deleted = 0;
+    let bytesFreed = 0;
+    await progress.point('commit');
+    for (const [i, { f, temp }] of all.entries()) {
+      const st = await fs.lstat(f).catch(() => null);
+      // A temp file young again would be a live writer's: leave it.
+      if (st && st.isFile() && !(temp && Date.now() - st.mtimeMs < TEMP_MIN_AGE_MS)) {
+        await fs.rm(f, { force: true });
+        // The sidecar goes after its file, so no file is ever left without one.
+        if (!temp) await fs.rm(checksumFile(f), { force: true });
+        deleted++;
+        bytesFreed += st.size;
+      }
+      progress.report({ phase: 'commit', step: `delete ${i + 1}/${all.length}` });
+    }
+    return { deleted, bytesFreed };
   };
 }

@@ -15,6 +15,7 @@ const PREPARED_CACHE_BYTES = 256 * 2 ** 20;
 
 export type { ActivityDeps, FaultHooks, FreezePoint } from './deps';
 export type { GcInput } from './gc';
+export { activityInterceptors } from './interceptors';
 
 /** The activities a worker registers; names are the activity type names. */
 export function createActivities(input: ActivityDeps) {

@@ -1,12 +1,12 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { scanGenerationFiles } from '../src/storage/generation-store';
-import { TEMP_MARKER, tableLayout } from '../src/storage/layout';
+import { parsePreparedName, TEMP_MARKER, tableLayout } from '../src/storage/layout';
 import { readTableMeta } from '../src/storage/table-meta';
 import type { GcPlan, GcPlanInput } from './contract';
 import type { ActivityDeps } from './deps';
-import { fail, mapCommonError } from './failures';
-import { lanceDataDir, PREPARED_NAME, TEMP_MIN_AGE_MS } from './gc-paths';
+import { fail } from './failures';
+import { lanceDataDir, TEMP_MIN_AGE_MS } from './gc-paths';
 
 // Lists what gc may delete; deletes nothing (it runs outside the turn). Merged
 // watermarks only grow, so a plan stays valid until its gc commits.
@@ -33,36 +33,32 @@ async function tempFilesUnder(dir: string, now: number, out: string[]): Promise<
 
 export function makePlanGc(deps: ActivityDeps) {
   return async function planGc(input: GcPlanInput): Promise<GcPlan> {
-    try {
-      const root = deps.dataRoot;
-      const meta = await readTableMeta(root, input.table);
-      const l = tableLayout(root, input.table);
-      const merged = new Map<string, number>();
-      for (const m of input.mergedThrough) {
-        if (!meta.shards.includes(m.shard)) throw fail('InvalidInput', `shard ${m.shard} is not a shard of table ${input.table}`);
-        merged.set(m.shard, m.mergedThroughSeq);
-      }
-      const files: string[] = [];
-      for (const [shard, through] of merged) {
-        for (const g of await scanGenerationFiles(root, input.table, shard)) if (g.seq <= through) files.push(g.path);
-      }
-      for (const e of await entries(l.prepared)) {
-        const m = PREPARED_NAME.exec(e.name);
-        const through = m ? merged.get(m[1] as string) : undefined;
-        if (m && e.isFile() && !e.name.includes(TEMP_MARKER) && through !== undefined && Number(m[3]) <= through) {
-          files.push(path.join(l.prepared, e.name));
-        }
-      }
-      const now = Date.now();
-      const tempFiles: string[] = [];
-      await tempFilesUnder(l.meta, now, tempFiles);
-      for (const e of await entries(lanceDataDir(root, input.table))) {
-        const p = path.join(lanceDataDir(root, input.table), e.name);
-        if (e.name.startsWith('.tmp') && (await oldEnough(p, now))) tempFiles.push(p);
-      }
-      return { files, tempFiles };
-    } catch (err) {
-      throw mapCommonError(err);
+    const root = deps.dataRoot;
+    const meta = await readTableMeta(root, input.table);
+    const l = tableLayout(root, input.table);
+    const merged = new Map<string, number>();
+    for (const m of input.mergedThrough) {
+      if (!meta.shards.includes(m.shard)) throw fail('InvalidInput', `shard ${m.shard} is not a shard of table ${input.table}`);
+      merged.set(m.shard, m.mergedThroughSeq);
     }
+    const files: string[] = [];
+    for (const [shard, through] of merged) {
+      for (const g of await scanGenerationFiles(root, input.table, shard)) if (g.seq <= through) files.push(g.path);
+    }
+    for (const e of await entries(l.prepared)) {
+      const p = parsePreparedName(e.name);
+      const through = p ? merged.get(p.shard) : undefined;
+      if (p && e.isFile() && through !== undefined && p.toSeq <= through) {
+        files.push(path.join(l.prepared, e.name));
+      }
+    }
+    const now = Date.now();
+    const tempFiles: string[] = [];
+    await tempFilesUnder(l.meta, now, tempFiles);
+    for (const e of await entries(lanceDataDir(root, input.table))) {
+      const p = path.join(lanceDataDir(root, input.table), e.name);
+      if (e.name.startsWith('.tmp') && (await oldEnough(p, now))) tempFiles.push(p);
+    }
+    return { files, tempFiles };
   };
 }

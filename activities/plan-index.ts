@@ -2,18 +2,13 @@ import { openLanceTable } from '../src/storage/lance-table';
 import { readTableMeta } from '../src/storage/table-meta';
 import type { IndexPlan, TableRef } from './contract';
 import type { ActivityDeps } from './deps';
-import { mapCommonError } from './failures';
 import { missingIndices } from './index-specs';
 
 // Before the first commit there is no Lance table to index: nothing is missing yet.
 export function makePlanIndex(deps: ActivityDeps) {
   return async function planIndex(input: TableRef): Promise<IndexPlan> {
-    try {
-      const meta = await readTableMeta(deps.dataRoot, input.table);
-      const tbl = await openLanceTable(deps.dataRoot, input.table);
-      return { missing: tbl ? await missingIndices(tbl, meta.indices) : [] };
-    } catch (err) {
-      throw mapCommonError(err);
-    }
+    const meta = await readTableMeta(deps.dataRoot, input.table);
+    const tbl = await openLanceTable(deps.dataRoot, input.table);
+    return { missing: tbl ? await missingIndices(tbl, meta.indices) : [] };
   };
 }

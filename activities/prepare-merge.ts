@@ -2,11 +2,11 @@ import fs from 'node:fs/promises';
 import { readIpcFile, writeIpcFileAtomic, CorruptArrowFileError, type ArrowTable } from '../src/storage/arrow';
 import { readShardSealed } from '../src/storage/generation-store';
 import { readGcFloor } from '../src/storage/gc-floor';
-import { generationFile, preparedFile, tableLayout, type TableLayout } from '../src/storage/layout';
+import { generationFile, parsePreparedName, preparedFile, tableLayout, type TableLayout } from '../src/storage/layout';
 import { readTableMeta } from '../src/storage/table-meta';
 import type { PrepareMergeInput, PreparedMerge, PrepareTimings, Progress } from './contract';
 import type { ActivityDeps } from './deps';
-import { fail, isNotFound, mapCommonError } from './failures';
+import { fail, isNotFound } from './failures';
 import { NewestRowPerKey } from './newest-row-per-key';
 import { ProgressReporter } from './progress';
 import { generationProblem } from './validate-generation';
@@ -42,8 +42,8 @@ async function checkpoints(l: TableLayout, shard: string, fromSeq: number, toSeq
   const names = await fs.readdir(l.prepared).catch(() => [] as string[]);
   const ks: number[] = [];
   for (const name of names) {
-    const m = /^(.*)-(\d+)-(\d+)\.arrow$/.exec(name);
-    if (m && m[1] === shard && Number(m[2]) === fromSeq && Number(m[3]) < toSeq) ks.push(Number(m[3]));
+    const p = parsePreparedName(name);
+    if (p && p.shard === shard && p.fromSeq === fromSeq && p.toSeq < toSeq) ks.push(p.toSeq);
   }
   return ks.sort((a, b) => b - a);
 }
@@ -62,12 +62,7 @@ async function readGeneration(file: string, shard: string, seq: number, sealedTh
 
 export function makePrepareMerge(deps: ActivityDeps) {
   return async function prepareMerge(input: PrepareMergeInput): Promise<PreparedMerge> {
-    const progress = new ProgressReporter('prepareMerge', deps.faults);
-    try {
-      return await prepare(deps, input, progress);
-    } catch (err) {
-      throw mapCommonError(err);
-    }
+    return prepare(deps, input, new ProgressReporter('prepareMerge', deps.faults));
   };
 }
 

@@ -10,6 +10,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pidAlive } from '../src/storage/pid-alive.mjs';
 
 export const CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal';
 export const CLI_VERSION = 'v1.5.1';
@@ -31,18 +32,42 @@ function sleep(ms) {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
-function pidAlive(pid) {
+// A breaker lock older than this was left by a process that died while breaking.
+const BREAKER_STALE_MS = 30_000;
+
+const readOrNull = (file) => {
   try {
-    process.kill(pid, 0);
-    return true;
+    return fs.readFileSync(file, 'utf8');
   } catch (e) {
-    return e.code === 'EPERM';
+    if (e.code === 'ENOENT') return null;
+    throw e;
+  }
+};
+
+// Two waiters can find the same dead holder: if both simply removed the lock, the
+// second could remove the lock the first had just taken, and both would build. So, as
+// in src/storage/file-lock.ts, breakers serialise on `<lock>.break` and remove the
+// lock only if it still holds the text they found stale.
+function breakStale(lock, staleText) {
+  const breaker = `${lock}.break`;
+  try {
+    fs.writeFileSync(breaker, String(process.pid), { flag: 'wx' });
+  } catch (e) {
+    if (e.code !== 'EEXIST') throw e;
+    const st = fs.statSync(breaker, { throwIfNoEntry: false });
+    if (st && Date.now() - st.mtimeMs > BREAKER_STALE_MS) fs.rmSync(breaker, { force: true });
+    return;
+  }
+  try {
+    if (readOrNull(lock) === staleText) fs.rmSync(lock, { force: true });
+  } finally {
+    fs.rmSync(breaker, { force: true });
   }
 }
 
 // One build at a time per cache: a lock file created with O_EXCL holding our pid. A lock
 // left by a dead process is taken over; a live one is waited for.
-function withBuildLock(dir, fn) {
+export function withBuildLock(dir, fn) {
   fs.mkdirSync(dir, { recursive: true });
   const lock = path.join(dir, '.build.lock');
   for (let waitedMs = 0; ; waitedMs += 2000) {
@@ -51,9 +76,11 @@ function withBuildLock(dir, fn) {
       break;
     } catch (e) {
       if (e.code !== 'EEXIST') throw e;
-      const holder = Number(fs.readFileSync(lock, 'utf8')) || 0;
+      const text = readOrNull(lock);
+      if (text === null) continue; // released meanwhile
+      const holder = Number(text) || 0;
       if (!holder || !pidAlive(holder)) {
-        fs.rmSync(lock, { force: true });
+        breakStale(lock, text);
         continue;
       }
       if (waitedMs % 30000 === 0) process.stderr.write(`waiting for another build of the Temporal dev server (pid ${holder}) ...\n`);

@@ -6,7 +6,7 @@ import type { Policy } from '../src/policy/types';
 
 import type { WritePressure } from '../src/writer';
 
-/** The `state` query: DESIGN.md's `status --json` object plus what writers need. */
+/** The `state` query: the `status --json` object (README) plus what writers need. */
 export type StatusView = ReturnType<typeof statusView> & { stalledUnits: string[]; pressure: WritePressure; policy: Policy };
 
 // Every signal, query and update of the table workflow, defined once; the wire name

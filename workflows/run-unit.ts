@@ -1,7 +1,7 @@
 import { TimeoutType } from '@temporalio/common';
 import { ActivityFailure, ApplicationFailure, patched, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
-import type { CommitResult, GcPlan, IndexPlan, OptimizePlan, PreparedMerge } from '../activities/contract';
+import type { CommitResult, PreparedMerge } from '../activities/contract';
 import type { PolicyEvent, TableState, Unit } from '../src/policy/types';
 
 // Carries out the core's `prepare` and `commit` decisions: picks the activity of the
@@ -73,21 +73,21 @@ export async function prepareUnit(st: TableState, unit: Unit): Promise<PolicyEve
   try {
     switch (unit.kind) {
       case 'merge': {
-        const p = await acts.prepareMerge({ table, key: st.key, shard: unit.shard!, fromSeq: unit.fromSeq!, toSeq: unit.toSeq! });
-        return { type: 'prepared', unitId: unit.id, needsCommit: true, prepared: p, reservedBytes: p.bytes, attempts: p.attempt };
+        const p = await acts.prepareMerge({ table, key: st.key, shard: unit.shard, fromSeq: unit.fromSeq, toSeq: unit.toSeq });
+        return { type: 'prepared', kind: 'merge', unitId: unit.id, needsCommit: true, prepared: p, reservedBytes: p.bytes, attempts: p.attempt };
       }
       case 'optimize': {
-        const p: OptimizePlan = await acts.planOptimize({ table });
-        return { type: 'prepared', unitId: unit.id, needsCommit: p.needed, prepared: p, attempts: 1 };
+        const p = await acts.planOptimize({ table });
+        return { type: 'prepared', kind: 'optimize', unitId: unit.id, needsCommit: p.needed, prepared: p, attempts: 1 };
       }
       case 'index': {
-        const p: IndexPlan = await acts.planIndex({ table });
-        return { type: 'prepared', unitId: unit.id, needsCommit: p.missing.length > 0, prepared: p, attempts: 1 };
+        const p = await acts.planIndex({ table });
+        return { type: 'prepared', kind: 'index', unitId: unit.id, needsCommit: p.missing.length > 0, prepared: p, attempts: 1 };
       }
       case 'gc': {
         const mergedThrough = st.shards.map((s) => ({ shard: s.shard, mergedThroughSeq: s.mergedThroughSeq }));
-        const p: GcPlan = await acts.planGc({ table, mergedThrough });
-        return { type: 'prepared', unitId: unit.id, needsCommit: p.files.length + p.tempFiles.length > 0, prepared: p, attempts: 1 };
+        const p = await acts.planGc({ table, mergedThrough });
+        return { type: 'prepared', kind: 'gc', unitId: unit.id, needsCommit: p.files.length + p.tempFiles.length > 0, prepared: p, attempts: 1 };
       }
     }
   } catch (err) {
@@ -102,6 +102,12 @@ export function commitSummary(unit: Unit, why: string, riders: Unit[] = []): str
   return `${unit.kind}${range}${more}: ${why}`;
 }
 
+/** A merge is commit-ready only with its prepared batch (the core sets both at once). */
+function preparedBatch(u: Unit): PreparedMerge {
+  if (u.kind !== 'merge' || u.prepared === null) throw ApplicationFailure.nonRetryable(`${u.id}: no prepared batch to commit`, 'NotPrepared');
+  return u.prepared;
+}
+
 export async function commitUnit(st: TableState, unit: Unit, why: string, riders: Unit[] = []): Promise<PolicyEvent> {
   const acts = commitActivities(st, unit, commitSummary(unit, why, riders));
   const table = st.table;
@@ -109,8 +115,8 @@ export async function commitUnit(st: TableState, unit: Unit, why: string, riders
     let r: CommitResult;
     switch (unit.kind) {
       case 'merge': {
-        const more = riders.map((x) => x.prepared as PreparedMerge);
-        r = await acts.commitMerge({ table, key: st.key, prepared: unit.prepared as PreparedMerge, ...(more.length ? { more } : {}) });
+        const more = riders.map(preparedBatch);
+        r = await acts.commitMerge({ table, key: st.key, prepared: preparedBatch(unit), ...(more.length ? { more } : {}) });
         break;
       }
       case 'optimize':
@@ -120,7 +126,9 @@ export async function commitUnit(st: TableState, unit: Unit, why: string, riders
         r = await acts.ensureIndex({ table });
         break;
       case 'gc': {
-        const plan = unit.prepared as GcPlan;
+        const plan = unit.prepared;
+        // Commit-ready only with files to delete, i.e. with its plan.
+        if (plan === null) throw ApplicationFailure.nonRetryable(`${unit.id}: no gc plan to commit`, 'NotPrepared');
         const g = await acts.gc({ table, files: plan.files, tempFiles: plan.tempFiles });
         r = { version: st.version, rows: g.deleted };
         break;

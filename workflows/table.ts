@@ -12,6 +12,7 @@ import { applyOverride, defaultPolicy, type PolicyOverride } from '../src/config
 import { carryOver, initialState, statusView, stepAll, upgradeState, type CarriedState } from '../src/policy';
 import type { Decision, PolicyEvent, TableState } from '../src/policy/types';
 import { awaitMergedSchema, bumpSchema, demandSchema, demandsSchema, pauseSchema } from '../src/wire';
+import { formatZodError } from '../src/zod-format';
 import * as msg from './messages';
 import { commitUnit, prepareUnit, runSnapshot } from './run-unit';
 import { Alarm } from './alarm';
@@ -27,6 +28,8 @@ export interface TableWorkflowArgs {
   carried?: { state: CarriedState; stalled: string[] };
   /** Tests only: continue as new once history reaches this many events. */
   continueAsNewAtEvents?: number;
+  /** Tests only: bound of the signal inbox (default MAX_INBOX). */
+  maxInbox?: number;
 }
 
 const MAX_INBOX = 10_000;
@@ -62,7 +65,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   // signals are bounded, and a dropped demand is recovered by the periodic snapshot.
   const push = (ev: PolicyEvent) => inbox.push(ev);
   const pushSignal = (ev: PolicyEvent) => {
-    if (inbox.length < MAX_INBOX) inbox.push(ev);
+    if (inbox.length < (args.maxInbox ?? MAX_INBOX)) inbox.push(ev);
     else log.warn('inbox full, signal dropped (the periodic snapshot recovers demand)', { type: ev.type });
   };
   const now = () => Date.now();
@@ -71,28 +74,28 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   setHandler(msg.demand, (d) => {
     const r = demandSchema.safeParse(d);
     if (r.success) pushSignal({ type: 'demand', ...r.data });
-    else log.warn('invalid demand signal ignored', { error: r.error.message });
+    else log.warn('invalid demand signal ignored', { error: formatZodError(r.error) });
   });
   setHandler(msg.demands, (ds) => {
     const r = demandsSchema.safeParse(ds);
     if (r.success) for (const d of r.data) pushSignal({ type: 'demand', ...d });
-    else log.warn('invalid demands signal ignored', { error: r.error.message });
+    else log.warn('invalid demands signal ignored', { error: formatZodError(r.error) });
   });
   setHandler(msg.bump, (b) => {
     const r = bumpSchema.safeParse(b);
-    if (!r.success) return log.warn('invalid bump signal ignored', { error: r.error.message });
+    if (!r.success) return log.warn('invalid bump signal ignored', { error: formatZodError(r.error) });
     const target = r.data.kind ? { kind: r.data.kind } : { unitId: r.data.unitId! };
     pushSignal({ type: 'bump', bump: { target, class: r.data.class, reason: r.data.reason, expiresAtMs: now() + r.data.forSecs * 1000 } });
   });
   setHandler(msg.pause, (p) => {
     const r = pauseSchema.safeParse(p ?? {});
     if (r.success) pushSignal({ type: 'pause', kind: r.data.kind });
-    else log.warn('invalid pause signal ignored', { error: r.error.message });
+    else log.warn('invalid pause signal ignored', { error: formatZodError(r.error) });
   });
   setHandler(msg.resume, (p) => {
     const r = pauseSchema.safeParse(p ?? {});
     if (r.success) pushSignal({ type: 'resume', kind: r.data.kind });
-    else log.warn('invalid resume signal ignored', { error: r.error.message });
+    else log.warn('invalid resume signal ignored', { error: formatZodError(r.error) });
   });
   setHandler(
     msg.setPolicy,
@@ -121,7 +124,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
     {
       validator: (req) => {
         const r = awaitMergedSchema.safeParse(req);
-        if (!r.success) throw ApplicationFailure.nonRetryable(`awaitMerged: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, 'InvalidRequest');
+        if (!r.success) throw ApplicationFailure.nonRetryable(`awaitMerged: ${formatZodError(r.error)}`, 'InvalidRequest');
       },
     },
   );
@@ -152,10 +155,6 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
       case 'wakeAt':
         alarm.set(d.atMs);
         break;
-      case 'publish':
-        // The UI publisher (ui.ts) reads pressure and backlog from the state after
-        // every activation, together with the turn holder and pause flags.
-        break;
     }
   };
 
@@ -168,7 +167,9 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
     st = r.state;
     // While draining for continue-as-new, start nothing new: carryOver() hands
     // unstarted work to the next run.
-    for (const d of r.decisions) if (!draining || d.type === 'wakeAt' || d.type === 'publish') execute(d);
+    for (const d of r.decisions) if (!draining || d.type === 'wakeAt') execute(d);
+    // The UI publisher (ui.ts) reads pressure, backlog, turn holder and pause flags
+    // from the state after every activation.
     publishToUi(st, stalled.size > 0, now());
 
     const info = workflowInfo();

@@ -2,7 +2,7 @@ import { CommanderError, type Command } from 'commander';
 import { UsageError } from './args';
 import { buildProgram } from './program';
 
-// `turnstile <command>`: the command line of DESIGN.md. Every bad input, whether the
+// `turnstile <command>`: the command line of the README. Every bad input, whether the
 // parser's (unknown option, missing argument) or a command's (a value out of range, an
 // unreadable file), exits 2 with one line naming the field and what it accepts.
 

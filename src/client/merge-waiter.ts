@@ -1,5 +1,6 @@
 import type { Client } from '@temporalio/client';
 import { workflowIdForTable } from '../names';
+import { formatZodError } from '../zod-format';
 import { awaitMergedSchema, type AwaitMergedResult } from '../wire';
 import * as msg from '../../workflows/messages';
 
@@ -24,7 +25,7 @@ export class MergeWaiter {
 
   wait(table: string, shard: string, seq: number): Promise<AwaitMergedResult> {
     const r = awaitMergedSchema.safeParse({ shard, seq });
-    if (!r.success) return Promise.reject(new Error(`wait-merged: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`));
+    if (!r.success) return Promise.reject(new Error(`wait-merged: ${formatZodError(r.error)}`));
     const key = `${table}\u0000${shard}`;
     return new Promise((resolve, reject) => {
       const list = this.waiting.get(key) ?? [];

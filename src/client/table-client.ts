@@ -1,6 +1,9 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { SignalDefinition } from '@temporalio/common';
+import { optionalTsToMs } from '@temporalio/common/lib/time';
+import type { z } from 'zod';
 import { workflowIdForTable } from '../names';
+import { formatZodError } from '../zod-format';
 import { bumpSchema, demandSchema, demandsSchema, pauseSchema, type BumpRequest, type Demand, type PauseRequest } from '../wire';
 import { applyOverride, defaultPolicy, type PolicyOverride } from '../config/policy-schema';
 import * as msg from '../../workflows/messages';
@@ -12,9 +15,9 @@ import { withPreparationProgress, type PendingActivity } from './preparation-pro
 // The client side of a table: every call validates its input with the same schemas
 // the workflow uses, so bad input fails here with one line and nothing is sent.
 
-function check<T>(r: { success: true; data: T } | { success: false; error: { issues: { path: (string | number)[]; message: string }[] } }, what: string): T {
+function check<T>(r: z.SafeParseReturnType<unknown, T>, what: string): T {
   if (r.success) return r.data;
-  throw new Error(`${what}: ${r.error.issues.map((i) => `${i.path.join('.') || 'value'}: ${i.message}`).join('; ')}`);
+  throw new Error(`${what}: ${formatZodError(r.error)}`);
 }
 
 export class TableClient {
@@ -77,7 +80,7 @@ export class TableClient {
         activityId: a.activityId ?? '',
         details: first ? converter.fromPayload(first) : null,
         attempt: a.attempt ?? 1,
-        lastHeartbeatMs: a.lastHeartbeatTime ? Number(a.lastHeartbeatTime.seconds ?? 0) * 1000 + Math.floor((a.lastHeartbeatTime.nanos ?? 0) / 1e6) : null,
+        lastHeartbeatMs: optionalTsToMs(a.lastHeartbeatTime) ?? null,
       };
     });
     return withPreparationProgress(view, pending, Date.now());

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { formatZodError, policySchema } from './policy-schema';
+import { policySchema } from './policy-schema';
+import { formatZodError } from '../zod-format';
 import type { Policy } from '../policy/types';
 
 // The process-wide configuration: one schema, loaded by a pure function of
@@ -26,7 +27,7 @@ export const configSchema = z
       .default({}),
     policy: policySchema.default({}),
   })
-  .strict();
+  .strict() satisfies z.ZodType<Config, z.ZodTypeDef, unknown>;
 
 export interface Config {
   temporal: { address: string; namespace: string; taskQueue: string };
@@ -58,5 +59,5 @@ export function loadConfig(env: Record<string, string | undefined>, file: unknow
     else merged[section!] = { ...((merged[section!] as object) ?? {}), [key]: value };
   }
   const r = configSchema.safeParse(merged);
-  return r.success ? { ok: true, config: r.data as Config } : { ok: false, error: formatZodError(r.error) };
+  return r.success ? { ok: true, config: r.data } : { ok: false, error: formatZodError(r.error) };
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Policy } from '../policy/types';
+import { formatZodError } from '../zod-format';
 
 // The per-table policy: one zod schema, defaults for every key. Pure (no I/O), so the
 // workflow's update validator uses the same schema as the CLI and the config loader.
@@ -42,12 +43,12 @@ export const policySchema = z
     if (p.hardBacklog <= p.softBacklog) {
       ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['hardBacklog'], message: `must be greater than softBacklog (${p.softBacklog})` });
     }
-  });
+  }) satisfies z.ZodType<Policy, z.ZodTypeDef, unknown>;
 
 /** A per-table override: the same keys, every one optional, unknown keys rejected. */
 export type PolicyOverride = { [K in keyof Policy]?: Policy[K] extends object ? Partial<Policy[K]> : Policy[K] };
 
-/** Documentation of every key (README and `turnstile policy --help` print it). */
+/** Documentation of every key: README's policy table has these words (test/readme.test.ts checks it). */
 export const POLICY_DOCS: Record<keyof Policy, string> = {
   maxConsecutiveTurns: 'per kind: most turns a kind takes in a row while another kind is commit-ready',
   maxTurnWaitSecs: 'per kind: a commit-ready unit waiting this long is promoted to class 1 (durable timer)',
@@ -56,7 +57,7 @@ export const POLICY_DOCS: Record<keyof Policy, string> = {
   basePriority: 'per kind: priority within a class before aging',
   agingPerSec: 'priority gained per second of waiting for the turn',
   softBacklog: 'backlog (generations) at or below which writePressure is 0',
-  hardBacklog: 'backlog at which writePressure is 1 and seals are refused (retryable)',
+  hardBacklog: 'backlog at which writePressure is 1 and seals are refused (retryable); must exceed softBacklog',
   maxWriteDelayMs: 'writers wait writePressure * this before each seal',
   maxConcurrentPreparations: 'most units of one table preparing at once',
   snapshotIntervalSecs: 'period of the generation-store scan that corrects watermarks, right after activity (a demand signal, a merge, a scan that found something, an operator action)',
@@ -68,26 +69,12 @@ export const POLICY_DOCS: Record<keyof Policy, string> = {
   commitRetryMaxSecs: 'upper bound of that backoff',
 };
 
-/** One line per problem: "maxTurnWaitSecs.optimize: must be an integer in [1, 86400]". */
-export function formatZodError(error: z.ZodError, prefix = ''): string {
-  return error.issues
-    .map((i) => {
-      if (i.code === z.ZodIssueCode.unrecognized_keys) {
-        const at = [...i.path].join('.');
-        return i.keys.map((k) => `${prefix}${at ? `${at}.` : ''}${k}: unknown key`).join('; ');
-      }
-      const at = `${prefix}${i.path.join('.')}`;
-      return `${at || '(root)'}: ${i.message}`;
-    })
-    .join('; ');
-}
-
 export type PolicyResult = { ok: true; policy: Policy } | { ok: false; error: string };
 
 /** Validates a complete policy object (defaults filled in). */
 export function parsePolicy(input: unknown, prefix = ''): PolicyResult {
   const r = policySchema.safeParse(input ?? {});
-  return r.success ? { ok: true, policy: r.data as Policy } : { ok: false, error: formatZodError(r.error, prefix) };
+  return r.success ? { ok: true, policy: r.data } : { ok: false, error: formatZodError(r.error, prefix) };
 }
 
 /** Applies a per-table override on top of a base policy and validates the result. */
@@ -113,4 +100,4 @@ export function combineOverrides(earlier: PolicyOverride | undefined, later: Pol
   return layer((earlier ?? {}) as Record<string, unknown>, later as Record<string, unknown>) as PolicyOverride;
 }
 
-export const defaultPolicy = (): Policy => (policySchema.parse({}) as Policy);
+export const defaultPolicy = (): Policy => policySchema.parse({});

@@ -51,7 +51,15 @@ function onPrepared(state: TableState, e: Ev<'prepared'>, nowMs: number): void {
   if (!e.needsCommit) return finish(state, u, nowMs, 0, state.version);
   u.state = 'ready';
   u.readySinceMs ??= nowMs;
-  u.prepared = e.prepared ?? null;
+  keepPrepared(u, e);
+}
+
+/** A result goes to the unit of its own kind (a unit id names one kind, so they always match). */
+function keepPrepared(u: Unit, e: Ev<'prepared'>): void {
+  if (u.kind === 'merge' && e.kind === 'merge') u.prepared = e.prepared ?? null;
+  else if (u.kind === 'optimize' && e.kind === 'optimize') u.prepared = e.prepared ?? null;
+  else if (u.kind === 'index' && e.kind === 'index') u.prepared = e.prepared ?? null;
+  else if (u.kind === 'gc' && e.kind === 'gc') u.prepared = e.prepared ?? null;
 }
 
 function onPrepareFailed(state: TableState, e: Ev<'prepareFailed'>, nowMs: number): void {

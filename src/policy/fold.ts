@@ -1,7 +1,7 @@
 import { byName } from './time';
 import type { ShardState, TableState } from './types';
 
-// Demand folding (invariant 5). Per shard the pair (sealedThroughSeq, sealedRevision)
+// Demand folding (docs/design.md invariant 5). Per shard the pair (sealedThroughSeq, sealedRevision)
 // only moves up in lexicographic order under demand, which is a max: replaying,
 // duplicating or reordering demand events gives the same result. Only a snapshot with
 // a strictly newer revision may move the seq down.

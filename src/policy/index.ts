@@ -1,4 +1,4 @@
-// The pure scheduling core of a table (DESIGN.md invariants 1, 3, 4, 5, 7, 8): no I/O,
+// The pure scheduling core of a table (docs/design.md invariants 1, 3, 4, 5, 7, 8): no I/O,
 // no clock, no Temporal. The table workflow feeds it events and carries out its decisions.
 
 export * from './types';
@@ -10,7 +10,6 @@ export { statusView, type StatusView, type QueueEntry } from './status';
 export {
   effectiveClass,
   classWhy,
-  compareForTurn,
   turnOrder,
   sortForTurn,
   pickTurn,

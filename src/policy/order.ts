@@ -2,7 +2,7 @@ import { backlogOf } from './pressure';
 import { byName, fmtSecs, plural } from './time';
 import type { Bump, SchedClass, TableState, Unit } from './types';
 
-// Turn order (invariants 3 and 4). Lowest effective class first. Within class 1 the
+// Turn order (docs/design.md invariants 3 and 4). Lowest effective class first. Within class 1 the
 // units promoted by waiting maxTurnWaitSecs go first, in the order their promotion
 // deadlines passed: promotion is a hard bound on waiting, and aged priority alone
 // could let a high-base-priority class-1 merge stream overtake an overdue unit
@@ -109,12 +109,6 @@ function compareRanks(a: Rank, b: Rank): number {
   const d = a.overdue ? a.promotionAt - b.promotionAt : b.priority - a.priority;
   if (d !== 0) return d;
   return a.readySince - b.readySince || byName(a.id, b.id);
-}
-
-/** Negative when a goes before b in the turn order. */
-export function compareForTurn(state: TableState, a: Unit, b: Unit, nowMs: number): number {
-  const backlog = backlogOf(state);
-  return compareRanks(rankOf(state, a, nowMs, backlog), rankOf(state, b, nowMs, backlog));
 }
 
 /** Units in turn order. */

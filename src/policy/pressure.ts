@@ -1,7 +1,7 @@
 import type { ShardState, TableState } from './types';
 
 /**
- * Writer backpressure (invariant 8): 0 at or below soft, linear up to 1 at hard, so a
+ * Writer backpressure (docs/design.md invariant 8): 0 at or below soft, linear up to 1 at hard, so a
  * one-generation change of backlog moves it by at most 1 / (hard - soft). The config
  * schema rejects hard <= soft; if such a policy reaches us anyway the pressure steps
  * from 0 to 1 just above soft rather than dividing by zero.

@@ -4,7 +4,7 @@ import { fmtSecs, plural } from './time';
 import type { Counters, Kind, Phase, SchedClass, TableState, Unit } from './types';
 import { preparingCount, wantedUnits } from './units';
 
-// The object `turnstile status --json` prints (DESIGN.md), including why every
+// The object `turnstile status --json` prints (README), including why every
 // waiting unit waits. Derived from the state only; never stored.
 
 export interface QueueEntry {

@@ -7,8 +7,9 @@ import { nextWakeAt } from './wake';
 
 /**
  * The reducer the table workflow calls for every event. Pure: the input is copied, not
- * changed. Decisions come out in a fixed order (snapshot, prepares, commit, publish,
- * wakeAt), and there is always exactly one wakeAt.
+ * changed. Decisions come out in a fixed order (snapshot, prepares, commit, wakeAt),
+ * and there is always exactly one wakeAt. Write pressure is kept in the state, where
+ * the shell's UI publisher and the `state` query read it.
  */
 export function step(input: TableState, event: PolicyEvent, nowMs: number): StepResult {
   return stepAll(input, [event], nowMs);
@@ -26,11 +27,7 @@ export function stepAll(input: TableState, events: readonly PolicyEvent[], nowMs
   for (const event of events) applyEvent(state, event, nowMs);
   evaluate(state, nowMs, decisions);
 
-  const backlog = backlogOf(state);
-  state.writePressure = writePressure(backlog, state.policy.softBacklog, state.policy.hardBacklog);
-  if (state.writePressure !== input.writePressure || backlog !== backlogOf(input)) {
-    decisions.push({ type: 'publish', writePressure: state.writePressure, backlog });
-  }
+  state.writePressure = writePressure(backlogOf(state), state.policy.softBacklog, state.policy.hardBacklog);
   decisions.push({ type: 'wakeAt', atMs: nextWakeAt(state, nowMs) });
   return { state, decisions };
 }

@@ -11,8 +11,6 @@ export const nextDueMs = (nowMs: number, periodSecs: number): number =>
 /** Seconds with one decimal, for reasons and status. */
 export const fmtSecs = (ms: number): string => String(Math.round(ms / 100) / 10);
 
-export const toSecs = (ms: number): number => ms / 1000;
-
 /** Byte order, not locale order: the same on every worker, so replay stays deterministic. */
 export const byName = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 

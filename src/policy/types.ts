@@ -2,6 +2,8 @@
 // the table workflow carries it across continue-as-new, and the simulator and the
 // property tests build it without Temporal.
 
+import type { GcPlan, IndexPlan, OptimizePlan, PreparedMerge } from '../unit-results';
+
 export const KINDS = ['merge', 'optimize', 'index', 'gc'] as const;
 export type Kind = (typeof KINDS)[number];
 
@@ -12,7 +14,7 @@ export type SchedClass = 1 | 2 | 3 | 4;
 
 export type PerKind<T> = { [K in Kind]: T };
 
-/** The per-table policy. Defaults and ranges live in src/config/schema.ts. */
+/** The per-table policy. Defaults and ranges live in src/config/policy-schema.ts. */
 export interface Policy {
   /** A kind may not take more than this many turns in a row while another kind is commit-ready. */
   maxConsecutiveTurns: PerKind<number>;
@@ -60,14 +62,19 @@ export interface ShardState {
 
 export type UnitState = 'preparing' | 'ready' | 'committing' | 'backoff';
 
-export interface Unit {
+/** What each kind's preparation hands to its commit; the core carries it and never reads it. */
+export interface PreparedOf {
+  merge: PreparedMerge;
+  optimize: OptimizePlan;
+  index: IndexPlan;
+  gc: GcPlan;
+}
+
+export type PeriodicKind = Exclude<Kind, 'merge'>;
+
+interface UnitCommon {
   /** Stable id: `merge/<shard>`, `optimize`, `index`, `gc`. */
   id: string;
-  kind: Kind;
-  shard: string | null;
-  /** For merges: the seq range this unit covers. */
-  fromSeq: number | null;
-  toSeq: number | null;
   state: UnitState;
   createdAtMs: number;
   /** When it became commit-ready (first time; kept across commit retries so aging is not lost). */
@@ -77,8 +84,6 @@ export interface Unit {
   /** Not before this time may it take the turn (commit backoff). */
   notBeforeMs: number | null;
   commitAttempts: number;
-  /** Opaque result of preparation, handed to the commit activity. */
-  prepared: unknown;
   reservedBytes: number;
   /** Last failure of this unit (shown in status while it backs off). */
   lastError: string | null;
@@ -88,6 +93,24 @@ export interface Unit {
    */
   solo?: boolean;
 }
+
+/** A merge of one shard's seq range fromSeq..toSeq. */
+export interface MergeUnit extends UnitCommon {
+  kind: 'merge';
+  shard: string;
+  fromSeq: number;
+  toSeq: number;
+  /** The result of preparation (null until prepared), handed to the commit activity. */
+  prepared: PreparedMerge | null;
+}
+
+/** optimize, index or gc: the whole table, so no shard and no range (null, as carried states hold them). */
+export type PeriodicUnit = {
+  [K in PeriodicKind]: UnitCommon & { kind: K; shard: null; fromSeq: null; toSeq: null; prepared: PreparedOf[K] | null };
+}[PeriodicKind];
+
+/** One piece of maintenance work; the JSON shape of every unit carried across continue-as-new. */
+export type Unit = MergeUnit | PeriodicUnit;
 
 export interface Bump {
   /** Either a kind or a unit id. */
@@ -176,7 +199,7 @@ export type PolicyEvent =
   | { type: 'demand'; shard: string; sealedThroughSeq: number; revision: number }
   | { type: 'snapshot'; revision: number; shards: { shard: string; sealedThroughSeq: number; revision: number }[] }
   | { type: 'snapshotFailed'; error: string }
-  | { type: 'prepared'; unitId: string; needsCommit: boolean; prepared: unknown; reservedBytes?: number; attempts: number }
+  | PreparedEvent
   | { type: 'prepareFailed'; unitId: string; error: string; retryable: boolean; stalled: boolean }
   | { type: 'committed'; unitId: string; version: number; rows?: number; attempts: number }
   | { type: 'commitFailed'; unitId: string; error: string; retryable: boolean; stalled: boolean }
@@ -186,6 +209,11 @@ export type PolicyEvent =
   | { type: 'resume'; kind: Kind | null }
   | { type: 'policyChanged'; policy: Policy };
 
+/** A preparation finished; its result has the shape of its unit's kind. */
+export type PreparedEvent = {
+  [K in Kind]: { type: 'prepared'; kind: K; unitId: string; needsCommit: boolean; prepared: PreparedOf[K] | null; reservedBytes?: number; attempts: number };
+}[Kind];
+
 // ---- decisions the workflow shell carries out ----
 
 export type Decision =
@@ -194,8 +222,7 @@ export type Decision =
   | { type: 'commit'; unit: Unit; why: string; riders?: Unit[] }
   | { type: 'snapshot' }
   /** One durable timer for the earliest deadline; null means no timer is needed. */
-  | { type: 'wakeAt'; atMs: number | null }
-  | { type: 'publish'; writePressure: number; backlog: number };
+  | { type: 'wakeAt'; atMs: number | null };
 
 export interface StepResult {
   state: TableState;

@@ -2,9 +2,9 @@ import { hasChanged, markPlanned } from './idle';
 import { blockedByOperator } from './order';
 import { shardBacklog } from './pressure';
 import { byName } from './time';
-import type { Kind, TableState, Unit } from './types';
+import type { Kind, PeriodicKind, TableState, Unit } from './types';
 
-export type PeriodicKind = 'optimize' | 'index' | 'gc';
+export type { PeriodicKind };
 export const PERIODIC_KINDS: readonly PeriodicKind[] = ['optimize', 'index', 'gc'];
 
 export const mergeUnitId = (shard: string): string => `merge/${shard}`;
@@ -12,15 +12,11 @@ export const mergeUnitId = (shard: string): string => `merge/${shard}`;
 export const isPeriodic = (k: Kind | string): k is PeriodicKind => (PERIODIC_KINDS as readonly string[]).includes(k);
 
 /** A unit that should exist now but does not (yet). */
-export interface Wanted {
+export type Wanted = {
   id: string;
-  kind: Kind;
-  shard: string | null;
-  fromSeq: number | null;
-  toSeq: number | null;
   /** Since when it is due (periodic kinds); null for merges. */
   dueSinceMs: number | null;
-}
+} & ({ kind: 'merge'; shard: string; fromSeq: number; toSeq: number } | { kind: PeriodicKind; shard: null; fromSeq: null; toSeq: null });
 
 /**
  * Everything that should have a unit, in the order preparation slots are handed out.
@@ -53,12 +49,11 @@ export function wantedUnits(state: TableState, nowMs: number): Wanted[] {
 }
 
 export function newUnit(w: Wanted, nowMs: number): Unit {
+  const { id, kind, shard, fromSeq, toSeq } = w;
+  const range = kind === 'merge' ? { kind, shard, fromSeq, toSeq } : { kind, shard, fromSeq, toSeq };
   return {
-    id: w.id,
-    kind: w.kind,
-    shard: w.shard,
-    fromSeq: w.fromSeq,
-    toSeq: w.toSeq,
+    id,
+    ...range,
     state: 'preparing',
     createdAtMs: nowMs,
     readySinceMs: null,

@@ -9,6 +9,16 @@ import type { ArrivalProcess, FaultRates, SimConfig, SimResult, TurnRecord } fro
 // A discrete-event stand-in for the table workflow shell: it feeds the core events at
 // simulated times, "runs" the activities the core asks for with configured durations
 // and failure rates, and keeps the single timer the core asks for. No Temporal.
+//
+// It re-implements the shell only as far as the core's scheduling needs, and does NOT
+// cover (test/workflows/table-shell.test.ts drives the real shell for these):
+// - batching: it steps one event at a time, where the shell applies every event of one
+//   activation together (stepAll);
+// - the Alarm's re-arming only when the deadline moves, continue-as-new (draining,
+//   carryOver, awaitMerged answering merged=false), the bounded signal inbox, the
+//   payload validators of signals and updates, search attributes and current details;
+// - Temporal's own retry policy, heartbeat timeouts and activity timeouts: attempts,
+//   stalls and failures are drawn from the configured fault rates instead.
 
 type Item =
   | { t: 'deliver'; event: PolicyEvent }
@@ -152,8 +162,6 @@ class Simulation {
           this.q.push(d.atMs, { t: 'timer', token: this.timerToken });
         }
         return;
-      case 'publish':
-        return;
     }
   }
 
@@ -175,8 +183,15 @@ class Simulation {
     const fail = this.failure(this.cfg.prepareFaults);
     if (fail) return this.later(ms, { type: 'prepareFailed', unitId: u.id, ...fail });
     const needsCommit = u.kind === 'merge' || chance(this.rng, this.cfg.needsCommit?.[u.kind] ?? 1);
-    const rows = u.kind === 'merge' ? ((u.toSeq ?? 0) - (u.fromSeq ?? 1) + 1) * this.rowsPerGeneration() : 0;
-    this.later(ms, { type: 'prepared', unitId: u.id, needsCommit, prepared: { rows }, reservedBytes: rows * 100, attempts: this.attempts(this.cfg.prepareFaults) });
+    const rows = u.kind === 'merge' ? (u.toSeq - u.fromSeq + 1) * this.rowsPerGeneration() : 0;
+    const base = { type: 'prepared' as const, unitId: u.id, needsCommit, reservedBytes: rows * 100, attempts: this.attempts(this.cfg.prepareFaults) };
+    // Only a merge's result matters to the simulation (its rows); plans stay null.
+    this.later(
+      ms,
+      u.kind === 'merge'
+        ? { ...base, kind: 'merge', prepared: { shard: u.shard, fromSeq: u.fromSeq, toSeq: u.toSeq, preparedPath: null, rows, bytes: rows * 100, attempt: 1, resumedFromFile: 0, resumedVia: null } }
+        : { ...base, kind: u.kind, prepared: null },
+    );
   }
 
   private rowsPerGeneration(): number {
@@ -189,7 +204,7 @@ class Simulation {
     const ms = draw(this.rng, this.cfg.commitMs[u.kind]);
     const fail = this.failure(this.cfg.commitFaults);
     if (fail) return this.later(ms, { type: 'commitFailed', unitId: u.id, ...fail });
-    const rows = (u.prepared as { rows?: number } | null)?.rows ?? 0;
+    const rows = u.kind === 'merge' ? (u.prepared?.rows ?? 0) : 0;
     this.later(ms, { type: 'committed', unitId: u.id, version: ++this.version, rows, attempts: 1 });
   }
 }

@@ -7,6 +7,16 @@ import { TEMP_MARKER } from './layout';
 // JSON (table.json, SEALED.json, GC.json) never load apache-arrow: the CLI's operator
 // commands start faster without it.
 
+/** A small file's text, or null when it does not exist (any other error is thrown). */
+export async function readTextIfExists(file: string): Promise<string | null> {
+  try {
+    return await fs.readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+}
+
 /** A temp name in the same directory (rename must not cross file systems) that gc can recognise. */
 export function tempPathFor(file: string): string {
   const rand = randomBytes(4).toString('hex');

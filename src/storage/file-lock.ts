@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
+import { pidAlive } from './pid-alive.mjs';
 
 // A lock file created with O_EXCL: works across processes on one host and on shared
 // file systems that honour O_EXCL. A holder that died leaves its file behind; it is
@@ -28,14 +29,6 @@ export class LockTimeoutError extends Error {
   }
 }
 
-export function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

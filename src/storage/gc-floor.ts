@@ -1,6 +1,5 @@
-import fs from 'node:fs/promises';
 import path from 'node:path';
-import { writeFileAtomic } from './atomic-file';
+import { readTextIfExists, writeFileAtomic } from './atomic-file';
 import { shardDir, tableLayout } from './layout';
 
 // Per shard, the highest seq whose generation file gc has deleted (`GC.json`). gc only
@@ -14,13 +13,8 @@ const gcFile = (root: string, table: string, shard: string): string => path.join
 
 export async function readGcFloor(root: string, table: string, shard: string): Promise<number> {
   const file = gcFile(root, table, shard);
-  let text: string;
-  try {
-    text = await fs.readFile(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
-    throw err;
-  }
+  const text = await readTextIfExists(file);
+  if (text === null) return 0;
   const v = (JSON.parse(text) as { deletedThroughSeq?: unknown }).deletedThroughSeq;
   if (!Number.isSafeInteger(v) || (v as number) < 0) throw new Error(`${file}: invalid contents ${JSON.stringify(text)}`);
   return v as number;

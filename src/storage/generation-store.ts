@@ -1,12 +1,12 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { SnapshotResult } from '../../activities/contract';
 import { SEQ_COLUMN, validateShardName } from '../names';
-import { arrow, tempPathFor, writeIpcFileAtomic, type ArrowTable } from './arrow';
+import { arrow, writeIpcFileAtomic, type ArrowTable } from './arrow';
+import { readTextIfExists, tempPathFor } from './atomic-file';
 import { readGcFloor } from './gc-floor';
 import { checkTableSchema } from './table-schema';
 import { withFileLock } from './file-lock';
-import { generationFile, sealedFile, shardDir, tableLayout } from './layout';
+import { generationFile, parseGenerationName, sealedFile, shardDir, tableLayout } from './layout';
 import { checkKeyColumn, tableFromRows, withSeqColumn, type Row } from './records';
 import { shardOfKey } from './routing';
 import { readTableMeta, type TableMeta } from './table-meta';
@@ -20,6 +20,14 @@ export { createTableMeta, readTableMeta, listTables, TableNotFoundError, TableEx
 export interface ShardSealed {
   shard: string;
   sealedThroughSeq: number;
+  revision: number;
+}
+
+/** What the snapshot activity returns: every shard's SEALED.json. */
+export interface SnapshotResult {
+  /** Each shard as its SEALED.json says. */
+  shards: { shard: string; sealedThroughSeq: number; revision: number }[];
+  /** Sum of the shards' revisions (each seal adds 1 to its shard's): grows with every seal. */
   revision: number;
 }
 
@@ -38,8 +46,6 @@ export interface GenerationEntry {
   bytes: number | null;
 }
 
-const GENERATION_NAME = /^(\d{12})\.arrow$/;
-
 // What is sealed is what exists: a generation is sealed the moment its file is renamed
 // into place (after fsync), so a seal costs one durable file write. SEALED.json is a
 // hint written after each seal (not fsynced: losing it costs a few stats), and
@@ -50,13 +56,8 @@ const GENERATION_NAME = /^(\d{12})\.arrow$/;
 // seal raises each by one); SEALED.json keeps the field for stores written before.
 
 async function readHint(file: string): Promise<number> {
-  let text: string;
-  try {
-    text = await fs.readFile(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
-    throw err;
-  }
+  const text = await readTextIfExists(file);
+  if (text === null) return 0;
   let v: Partial<ShardSealed>;
   try {
     v = JSON.parse(text) as Partial<ShardSealed>;
@@ -210,8 +211,8 @@ export async function scanGenerationFiles(root: string, table: string, shard: st
   });
   const out: { seq: number; path: string }[] = [];
   for (const name of names) {
-    const m = GENERATION_NAME.exec(name);
-    if (m) out.push({ seq: Number(m[1]), path: path.join(dir, name) });
+    const seq = parseGenerationName(name);
+    if (seq !== null) out.push({ seq, path: path.join(dir, name) });
   }
   return out.sort((a, b) => a.seq - b.seq);
 }

@@ -1,6 +1,5 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { IndexSpec } from '../../activities/contract';
 import { combineOverrides, type PolicyOverride } from '../config/policy-schema';
 import { SEQ_COLUMN, validateColumnName, validateShardName, validateTableName } from '../names';
 import { tempPathFor, fsyncDir, writeFileAtomic } from './atomic-file';
@@ -9,6 +8,12 @@ import { shardDir, tableLayout } from './layout';
 
 // table.json: what a table is (key, shards, configured indices, policy override).
 // Created once (it is the marker that the table exists); only the policy changes later.
+
+/** An index the index kind keeps built on the table (table.json `indices`). */
+export interface IndexSpec {
+  column: string;
+  type: 'btree' | 'bitmap' | 'ivf_flat' | 'ivf_pq';
+}
 
 export interface TableMeta {
   name: string;
@@ -26,14 +31,20 @@ export interface TableMeta {
 const INDEX_TYPES: readonly IndexSpec['type'][] = ['btree', 'bitmap', 'ivf_flat', 'ivf_pq'];
 
 export class TableNotFoundError extends Error {
-  constructor(root: string, table: string) {
+  constructor(
+    readonly root: string,
+    readonly table: string,
+  ) {
     super(`table ${table} does not exist under ${root} (no ${tableLayout(root, table).tableFile}); create it with \`turnstile table create\``);
     this.name = 'TableNotFoundError';
   }
 }
 
 export class TableExistsError extends Error {
-  constructor(root: string, table: string) {
+  constructor(
+    readonly root: string,
+    readonly table: string,
+  ) {
     super(`table ${table} already exists under ${root}`);
     this.name = 'TableExistsError';
   }

@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { arrow, readIpcFile, tempPathFor, type Schema } from './arrow';
+import { arrow, readIpcFile, type Schema } from './arrow';
+import { tempPathFor } from './atomic-file';
 import { tableLayout } from './layout';
 
 // The table's column schema, fixed by its first seal (`<meta>/schema.arrow`, an Arrow

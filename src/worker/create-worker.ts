@@ -1,5 +1,5 @@
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { createActivities, type ActivityDeps } from '../../activities';
+import { activityInterceptors, createActivities, type ActivityDeps } from '../../activities';
 import { WORKFLOWS_PATH } from '../paths';
 import { installQuietRuntime } from './runtime';
 
@@ -35,6 +35,7 @@ export async function createWorker(opts: WorkerOptions): Promise<{ worker: Worke
     taskQueue: opts.taskQueue,
     workflowBundle: opts.bundle ?? (await workflowBundle()),
     activities: createActivities(opts.deps),
+    interceptors: { activity: activityInterceptors },
     maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivities ?? 8,
     shutdownGraceTime: `${opts.shutdownGraceSecs ?? 30} s`,
     ...(opts.identity ? { identity: opts.identity } : {}),

@@ -14,6 +14,18 @@ const prep = (fromSeq: number, toSeq: number, shard = 's0') => run(f.acts.prepar
 const commit = (prepared: Awaited<ReturnType<typeof prep>>, acts = f.acts, attempt = 1) =>
   run(acts.commitMerge, [{ table: f.table, key: 'id', prepared }], { attempt });
 
+/** The rows of a fresh table after sealing `gens` generations (40 rows each) and committing `ranges` once each, in order. */
+async function rowsAppliedInOrder(gens: number, ranges: [number, number][]): Promise<Awaited<ReturnType<typeof tableRows>>> {
+  const g = await makeFixture({ shards: 2 });
+  try {
+    await sealMany(g, 's0', gens, 40, [0, 99]);
+    for (const [from, to] of ranges) await prepareAndCommit(g, 's0', from, to);
+    return await tableRows(g);
+  } finally {
+    g.cleanup();
+  }
+}
+
 describe('commitMerge', () => {
   it('creates the table on first commit with the key as primary key, then upserts', async () => {
     await sealMany(f, 's0', 3, 40, [0, 99]);
@@ -53,15 +65,7 @@ describe('commitMerge', () => {
     await commit(newer);
     expect(await tableRows(f)).toEqual(expected);
     // The same end state as applying them in order.
-    const g = await makeFixture({ shards: 2 });
-    try {
-      await sealMany(g, 's0', 4, 40, [0, 99]);
-      await prepareAndCommit(g, 's0', 1, 2);
-      await prepareAndCommit(g, 's0', 3, 4);
-      expect(await tableRows(g)).toEqual(expected);
-    } finally {
-      g.cleanup();
-    }
+    expect(await rowsAppliedInOrder(4, [[1, 2], [3, 4]])).toEqual(expected);
   });
 
   it('a commit whose result was lost, retried, gives the same table', async () => {
@@ -81,15 +85,7 @@ describe('commitMerge', () => {
     const retried = await commit(p, lossy, 2);
     expect(retried.rows).toBe(0);
     expect(await tableRows(f)).toEqual(afterLost);
-    const g = await makeFixture({ shards: 2 });
-    try {
-      await sealMany(g, 's0', 2, 40, [0, 99]);
-      await prepareAndCommit(g, 's0', 1, 1);
-      await prepareAndCommit(g, 's0', 2, 2);
-      expect(await tableRows(g)).toEqual(afterLost);
-    } finally {
-      g.cleanup();
-    }
+    expect(await rowsAppliedInOrder(2, [[1, 1], [2, 2]])).toEqual(afterLost);
   });
 
   it('skips an empty prepared batch without creating a version', async () => {

@@ -35,26 +35,33 @@ describe('progress heartbeats', () => {
   it('a frozen prepareMerge that keeps beating emits no new heartbeat, and cancellation ends it', async () => {
     await sealMany(f, 's0', 4, 20);
     let stop = false;
-    let beats = 0;
-    const acts = createActivities({
-      dataRoot: f.root,
-      faults: {
-        freezeProgress: async (pt: FreezePoint) => {
-          if (pt.activity !== 'prepareMerge' || pt.phase !== 'read' || pt.attempt !== 1) return;
-          // Alive but stuck after the second file: beats the same progress forever.
-          if (++beats < 2) return;
-          while (!stop) {
-            pt.beat();
-            await sleep(10);
-          }
+    let reads = 0;
+    // Resolved once the hook has beaten this many times while frozen: the test's clock.
+    const BEATS = 30;
+    let beatenEnough!: () => void;
+    const beaten = new Promise<void>((r) => (beatenEnough = r));
+    let frozenAt = -1;
+    const r = start(
+      createActivities({
+        dataRoot: f.root,
+        faults: {
+          freezeProgress: async (pt: FreezePoint) => {
+            if (pt.activity !== 'prepareMerge' || pt.phase !== 'read' || pt.attempt !== 1) return;
+            // Alive but stuck after the second file: beats the same progress until stopped.
+            if (++reads < 2) return;
+            frozenAt = r.heartbeats.length;
+            for (let beats = 1; !stop; beats++) {
+              pt.beat();
+              if (beats === BEATS) beatenEnough();
+              await sleep(5);
+            }
+          },
         },
-      },
-    });
-    const r = start(acts.prepareMerge, [{ table: f.table, key: 'id', shard: 's0', fromSeq: 1, toSeq: 4 }]);
-    await sleep(150);
-    const frozenAt = r.heartbeats.length;
+      }).prepareMerge,
+      [{ table: f.table, key: 'id', shard: 's0', fromSeq: 1, toSeq: 4 }],
+    );
+    await beaten;
     expect(r.heartbeats.at(-1)).toMatchObject({ phase: 'read', filesRead: 2 });
-    await sleep(300);
     expect(r.heartbeats.length).toBe(frozenAt);
     r.env.cancel();
     await expect(r.result).rejects.toBeInstanceOf(CancelledFailure);
@@ -64,13 +71,29 @@ describe('progress heartbeats', () => {
   it('a frozen commit (a hook that never settles) emits nothing after its last step', async () => {
     await sealMany(f, 's0', 1, 20);
     const prepared = await start(f.acts.prepareMerge, [{ table: f.table, key: 'id', shard: 's0', fromSeq: 1, toSeq: 1 }]).result;
-    const acts = createActivities({ dataRoot: f.root, faults: { freezeProgress: (pt) => (pt.phase === 'commit' ? new Promise<void>(() => {}) : undefined) } });
-    const r = start(acts.commitMerge, [{ table: f.table, key: 'id', prepared }], { heartbeatTimeoutMs: 90 });
-    await sleep(400);
-    expect(r.heartbeats).toEqual([
+    let reached!: () => void;
+    const frozen = new Promise<void>((r) => (reached = r));
+    const acts = createActivities({
+      dataRoot: f.root,
+      faults: {
+        freezeProgress: (pt) => {
+          if (pt.phase !== 'commit') return;
+          reached();
+          return new Promise<void>(() => {});
+        },
+      },
+    });
+    const heartbeatTimeoutMs = 90;
+    const r = start(acts.commitMerge, [{ table: f.table, key: 'id', prepared }], { heartbeatTimeoutMs });
+    await frozen;
+    const atFreeze = [...r.heartbeats];
+    expect(atFreeze).toEqual([
       { phase: 'commit', step: 'read-prepared' },
       { phase: 'commit', step: 'open' },
     ]);
+    // Nothing keeps it alive while frozen: after several heartbeat timeouts, still nothing new.
+    await sleep(4 * heartbeatTimeoutMs);
+    expect(r.heartbeats).toEqual(atFreeze);
     r.env.cancel();
     await expect(r.result).rejects.toBeInstanceOf(CancelledFailure);
   });

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { Info } from '@temporalio/activity';
-import { createActivities, type ActivityDeps } from '../../activities';
+import { activityInterceptors, createActivities, type ActivityDeps } from '../../activities';
 import type { IndexSpec, PreparedMerge } from '../../activities/contract';
 import { shardNames } from '../../src/names';
 import { createTableMeta, sealGeneration } from '../../src/storage/generation-store';
@@ -11,7 +11,8 @@ import { openLanceTable } from '../../src/storage/lance-table';
 import { generateRows } from '../../src/writer';
 
 // Shared set-up for activity tests: a temp storage root with one table, and a way to
-// run one activity under a fresh MockActivityEnvironment, capturing its heartbeats.
+// run one activity under a fresh MockActivityEnvironment (with the workers' activity
+// interceptors), capturing its heartbeats.
 
 export interface Fixture {
   root: string;
@@ -47,7 +48,7 @@ export interface Run<R> {
 
 /** Start one activity in its own mock environment; heartbeats are recorded as they come. */
 export function start<A extends unknown[], R>(fn: (...args: A) => Promise<R>, args: A, info: Partial<Info> = {}): Run<R> {
-  const env = new MockActivityEnvironment(info, { logger: quiet });
+  const env = new MockActivityEnvironment(info, { logger: quiet, interceptors: activityInterceptors });
   const heartbeats: unknown[] = [];
   env.on('heartbeat', (d: unknown) => heartbeats.push(d));
   return { result: env.run(fn, ...args), heartbeats, env };

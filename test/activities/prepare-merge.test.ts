@@ -129,13 +129,21 @@ describe('prepareMerge', () => {
       // Attempt 1 freezes after reading file 3 (checkpoints after files 1 and 2 exist), then is cancelled.
       const { createActivities } = await import('../../activities');
       let filesSeen = 0;
+      let reached!: () => void;
+      const frozen = new Promise<void>((r) => (reached = r));
       const acts = createActivities({
         dataRoot: cf.root,
         prepareCheckpointSecs: 0,
-        faults: { freezeProgress: (pt) => (pt.attempt === 1 && pt.phase === 'read' && ++filesSeen === 3 ? new Promise<void>(() => {}) : undefined) },
+        faults: {
+          freezeProgress: (pt) => {
+            if (pt.attempt !== 1 || pt.phase !== 'read' || ++filesSeen !== 3) return;
+            reached();
+            return new Promise<void>(() => {});
+          },
+        },
       });
       const a1 = start(acts.prepareMerge, [{ table: cf.table, key: 'id', shard: 's0', fromSeq: 1, toSeq: 5 }]);
-      await new Promise((r) => setTimeout(r, 300));
+      await frozen;
       a1.env.cancel();
       await expect(a1.result).rejects.toThrow();
       const last = a1.heartbeats.at(-1);

@@ -10,7 +10,7 @@ import { generateRows } from '../../src/writer';
 import { startHarness, uniqueName, type Harness } from '../support/harness';
 import { readTableRows } from '../support/lance-read';
 
-// The command line of DESIGN.md, as operators run it, against the real server: the
+// The command line of the README, as operators run it, against the real server: the
 // harness's worker serves the task queue the CLI is pointed at.
 
 let h: Harness;

@@ -220,8 +220,13 @@ test('index builds the configured index and gc deletes merged generations withou
   await h.tables.bump(table, { kind: 'gc', reason: 'clean up now' });
   await eventually(async () => (await h.tables.status(table)).counters.turns.gc >= 1, 'the gc turn');
   for (const s of meta.shards) for (let seq = 1; seq <= 3; seq++) expect(fs.existsSync(generationFile(layout, s, seq))).toBe(false);
-  // Snapshots after gc still see every shard sealed through 3, and the table is intact.
-  await new Promise((r) => setTimeout(r, 2500));
+  // Snapshots after gc still see every shard sealed through 3, and the table is intact:
+  // wait until two snapshots scheduled after the gc commit closed have completed.
+  const gcClosed = (await activityRuns(handle)).find((r) => r.type === 'gc' && r.outcome === 'completed')!.closedEventId!;
+  await eventually(
+    async () => (await activityRuns(handle)).filter((r) => r.type === 'snapshot' && r.outcome === 'completed' && r.scheduledEventId > gcClosed).length >= 2,
+    'two snapshots after gc',
+  );
   const after = await h.tables.status(table);
   expect(after.shards.map((s) => [s.sealedThroughSeq, s.mergedThroughSeq])).toEqual([[3, 3], [3, 3]]);
   await expectExact(h, table, load, meta.shards);

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect, test } from 'vitest';
 import { PROJECT_ROOT } from '../../src/paths';
+import { NO_BINARY, temporalBinary as binary } from '../support/own-server';
 
 // A process that started a dev server and is then killed outright (no exit handlers
 // run) must not leave the server behind holding its port and database.
@@ -17,9 +18,8 @@ const alive = (pid: number): boolean => {
   }
 };
 
-test('the dev server goes when the process that started it is SIGKILLed', async () => {
-  const binary = process.env.TEMPORAL_CLI_PATH;
-  if (!binary) return expect(process.env.TEMPORAL_ADDRESS).toBeTruthy(); // external server: nothing to start
+test('the dev server goes when the process that started it is SIGKILLed', async (ctx) => {
+  if (!binary) return ctx.skip(NO_BINARY);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-orphan-'));
   const tsx = path.join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx');
   const child = spawn(tsx, [path.join(PROJECT_ROOT, 'test', 'support', 'fixtures', 'start-dev-server.ts'), binary, path.join(dir, 't.db')], { stdio: ['ignore', 'pipe', 'inherit'] });

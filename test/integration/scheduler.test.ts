@@ -8,9 +8,9 @@ import type { PolicyOverride } from '../../src/config/policy-schema';
 import { shardNames } from '../../src/names';
 import * as msg from '../../workflows/messages';
 import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';
-import { readTableRows } from '../support/lance-read';
+import { expectMergedExactly } from '../support/expect-exact';
 import { Load } from '../support/load';
-import { activityRuns, isCommit, longestTurnMs } from '../support/history';
+import { activityRuns, historyEvents, isCommit, longestTurnMs } from '../support/history';
 import { recordHistory } from '../support/record-history';
 
 // The turn scheduler on the real server: bounded waits under a hot merger, bumps,
@@ -30,17 +30,7 @@ async function newTable(prefix: string, policy: PolicyOverride, extra: { continu
   return { table, writer, handle: hh.tables.handle(table) };
 }
 
-async function expectExact(table: string, load: Load, hh: Harness = h) {
-  const waiter = new MergeWaiter(hh.client);
-  for (const shard of ['s0', 's1']) {
-    const r = await waiter.wait(table, shard, load.sealedThrough(shard));
-    expect(r.mergedThroughSeq).toBe(load.sealedThrough(shard));
-  }
-  const model = load.model();
-  const { count, rows } = await readTableRows(hh.dataRoot, table);
-  expect(count).toBe(model.size);
-  for (const [k, want] of model) expect(rows.get(k), `row ${k}`).toEqual(want);
-}
+const expectExact = (table: string, load: Load, hh: Harness = h) => expectMergedExactly(hh, table, load, ['s0', 's1']);
 
 // Only merges and the kind under test: index and gc never become due by themselves.
 const QUIET = { periodSecs: { index: 0, gc: 0 } };
@@ -134,20 +124,20 @@ test('continue-as-new forced mid-load keeps watermarks, queue and counters; noth
   const firstRunId = (await handle.describe()).runId;
   const load = new Load(writer, { rowsPerGeneration: 100, keySpan: 3000, pauseMs: 30 });
   load.start();
-  let turnsSeen = 0;
-  // Counters must never go backwards across runs.
+  // Every merge-turn count the poll saw, in order: checked after the wait, so a counter
+  // that went backwards even once across runs fails the test.
+  const turnsSeen: number[] = [];
   await eventually(async () => {
-    const s = await h.tables.status(table);
-    const turns = s.counters.turns.merge;
-    expect(turns).toBeGreaterThanOrEqual(turnsSeen);
-    turnsSeen = turns;
+    const turns = (await h.tables.status(table)).counters.turns.merge;
+    turnsSeen.push(turns);
     const d = await handle.describe();
     return d.runId !== firstRunId && turns >= 20 ? true : null;
   }, 'a continue-as-new and 20 merge turns', 90_000, 300);
   await load.stop();
+  expect(turnsSeen.filter((n, i) => i > 0 && n < turnsSeen[i - 1]!)).toEqual([]);
   await expectExact(table, load);
   const status = await h.tables.status(table);
-  expect(status.counters.merges).toBeGreaterThanOrEqual(turnsSeen);
+  expect(status.counters.merges).toBeGreaterThanOrEqual(turnsSeen.at(-1)!);
   expect(status.shards.map((s) => s.sealedThroughSeq)).toEqual([load.sealedThrough('s0'), load.sealedThrough('s1')]);
   await recordHistory(h.client, handle, 'continue-as-new');
 });
@@ -239,12 +229,13 @@ test('workers scale horizontally: stopping one of two workers mid-load loses not
 
 for (const cut of ['commitMerge', 'prepareMerge'] as const) {
   test(`a worker stopped while its ${cut} outlasts the shutdown grace hands the unit over at once, not after stallSecs`, async () => {
-    // Worker A's ${cut} takes 8 s; its shutdown grace is 2 s; a silent loss would only be
-    // noticed after stallSecs = 120 s.
+    // Worker A's ${cut} never ends by itself (frozen until cancelled; a fixed 8 s freeze
+    // could run out first on a loaded machine); its shutdown grace is 2 s; a silent loss
+    // would only be noticed after stallSecs = 120 s.
     const phase = cut === 'commitMerge' ? 'commit' : 'read';
     const slow = await startHarness({
       name: 'graceful',
-      deps: { faults: { freezeProgress: (p) => (p.activity === cut && p.phase === phase && p.attempt === 1 ? new Promise((r) => setTimeout(r, 8000)) : undefined) } },
+      deps: { faults: { freezeProgress: (p) => (p.activity === cut && p.phase === phase && p.attempt === 1 ? new Promise<void>(() => {}) : undefined) } },
     });
     try {
       const { table, writer, handle } = await newTable('graceful', { ...QUIET, stallSecs: { read: 120, encode: 120, commit: 120 }, commitRetryBaseSecs: 1 }, {}, slow);
@@ -282,14 +273,15 @@ for (const cut of ['commitMerge', 'prepareMerge'] as const) {
 }
 
 test('40 concurrent read-your-merges waits in one process share at most one update per shard', async () => {
-  const { table, writer } = await newTable('waits', QUIET);
+  const { table, writer, handle } = await newTable('waits', QUIET);
   await h.tables.pause(table, { kind: 'merge' });
   const load = new Load(writer, { rowsPerGeneration: 50, keySpan: 500, pauseMs: 0 });
   for (let i = 0; i < 20; i++) for (const s of ['s0', 's1']) await load.writeOne(s);
   // Temporal refuses an 11th update in flight on one workflow; coalescing keeps it at 2.
   const waiter = new MergeWaiter(h.client);
   const waits = Array.from({ length: 40 }, (_, i) => waiter.wait(table, i % 2 ? 's1' : 's0', 1 + Math.floor(i / 2)));
-  await new Promise((r) => setTimeout(r, 500));
+  // Both coalesced updates are admitted (in history) while merges are still paused.
+  await eventually(async () => (await historyEvents(handle, 'WORKFLOW_EXECUTION_UPDATE_ACCEPTED')).length === 2, 'two awaitMerged updates accepted');
   await h.tables.resume(table, { kind: 'merge' });
   const results = await Promise.all(waits);
   expect(waiter.maxInFlight).toBe(2);

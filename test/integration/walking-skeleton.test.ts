@@ -5,7 +5,8 @@ import { TableWriter } from '../../src/client/table-writer';
 import { MergeWaiter } from '../../src/client/merge-waiter';
 import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';
 import { commitSummaries } from '../support/history';
-import { newestPerKey, readTableRows } from '../support/lance-read';
+import { newestPerKey } from '../support/lance-read';
+import { expectRowsExactly } from '../support/expect-exact';
 import { recordHistory } from '../support/record-history';
 
 // The whole path once, real on both ends: three generations with overlapping keys are
@@ -38,10 +39,8 @@ test('three overlapping generations merge into exactly the newest row per key', 
   expect(merged.version).toBeGreaterThan(0);
 
   const model = newestPerKey(written);
-  const { count, rows } = await readTableRows(h.dataRoot, table);
-  expect(count).toBe(500);
-  expect(count).toBe(model.size);
-  for (const [k, want] of model) expect(rows.get(k), `row ${k}`).toEqual(want);
+  expect(model.size).toBe(500);
+  await expectRowsExactly(h.dataRoot, table, model);
 
   const status = await h.tables.status(table);
   expect(status.shards).toEqual([expect.objectContaining({ shard: 's0', sealedThroughSeq: 3, mergedThroughSeq: 3 })]);

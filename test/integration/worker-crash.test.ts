@@ -13,7 +13,7 @@ import { Load } from '../support/load';
 import { activityRuns, type ActivityRun } from '../support/history';
 import { recordHistory } from '../support/record-history';
 
-// DESIGN.md: "Killing any of them loses nothing." A real `turnstile worker` process
+// docs/design.md invariant 10: killing a worker loses nothing. A real `turnstile worker` process
 // shares the task queue with the harness's worker and is SIGKILLed (no shutdown, no
 // cancellation, no last heartbeat) while it runs one of the table's activities. The
 // activity is found stalled by its heartbeat timeout and runs again on the survivor;

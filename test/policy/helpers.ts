@@ -44,7 +44,13 @@ export const commits = (ds: Decision[]) => ds.filter((d): d is Extract<Decision,
 export const prepares = (ds: Decision[]) => ds.filter((d): d is Extract<Decision, { type: 'prepare' }> => d.type === 'prepare');
 export const wakeAts = (ds: Decision[]) => ds.filter((d): d is Extract<Decision, { type: 'wakeAt' }> => d.type === 'wakeAt');
 
-export const prepared = (unitId: string): PolicyEvent => ({ type: 'prepared', unitId, needsCommit: true, prepared: { unitId }, attempts: 1 });
+/** A preparation result; its content is opaque to the core, so it is left null. */
+export const prepared = (unitId: string): PolicyEvent => ({ type: 'prepared', kind: kindOf(unitId), unitId, needsCommit: true, prepared: null, attempts: 1 });
+function kindOf(unitId: string): Kind {
+  const kind = KINDS.find((k) => unitId === k || unitId.startsWith(`${k}/`));
+  if (!kind) throw new Error(`${unitId} is not a unit id`);
+  return kind;
+}
 export const committed = (unitId: string, version = 1, rows = 0): PolicyEvent => ({ type: 'committed', unitId, version, rows, attempts: 1 });
 
 export const demand = (shard: string, seq: number, revision = seq) => ({ type: 'demand' as const, shard, sealedThroughSeq: seq, revision });

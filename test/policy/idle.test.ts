@@ -135,11 +135,11 @@ describe('optimize, index and gc only after a change', () => {
     expect(d.state.units).toEqual([]);
     const ids = (ds: Decision[]) => prepares(ds).map((p) => p.unit.id);
     expect(ids(d.at(5 * MIN).send({ type: 'timer' }))).toEqual(['optimize']);
-    d.send({ type: 'prepared', unitId: 'optimize', needsCommit: false, prepared: null, attempts: 1 });
+    d.send({ type: 'prepared', kind: 'optimize', unitId: 'optimize', needsCommit: false, prepared: null, attempts: 1 });
     expect(ids(d.at(10 * MIN).send({ type: 'timer' }))).toEqual(['index']);
-    d.send({ type: 'prepared', unitId: 'index', needsCommit: false, prepared: null, attempts: 1 });
+    d.send({ type: 'prepared', kind: 'index', unitId: 'index', needsCommit: false, prepared: null, attempts: 1 });
     expect(ids(d.at(15 * MIN).send({ type: 'timer' }))).toEqual(['gc']);
-    d.send({ type: 'prepared', unitId: 'gc', needsCommit: false, prepared: null, attempts: 1 });
+    d.send({ type: 'prepared', kind: 'gc', unitId: 'gc', needsCommit: false, prepared: null, attempts: 1 });
     const before = d.decisions.length;
     idleUntil(d, 6 * 60 * MIN, [{ shard: 's0', sealedThroughSeq: 2, revision: 2 }]);
     expect(prepares(d.decisions.slice(before))).toEqual([]);
@@ -157,8 +157,8 @@ describe('optimize, index and gc only after a change', () => {
 
   it("an optimize or index commit gives neither of the two new work; a merge during optimize's plan does", () => {
     const d = afterOneMerge({ periodSecs: { optimize: 60, index: 60, gc: 0 } }, 60_000, 5);
-    d.send({ type: 'prepared', unitId: 'optimize', needsCommit: true, prepared: null, attempts: 1 });
-    d.send({ type: 'prepared', unitId: 'index', needsCommit: true, prepared: null, attempts: 1 });
+    d.send({ type: 'prepared', kind: 'optimize', unitId: 'optimize', needsCommit: true, prepared: null, attempts: 1 });
+    d.send({ type: 'prepared', kind: 'index', unitId: 'index', needsCommit: true, prepared: null, attempts: 1 });
     d.at(61_000).send(committed(d.state.turn!.unitId, 6));
     d.at(62_000).send(committed(d.state.turn!.unitId, 7));
     expect(d.state.periodic.optimize.done).toBe(7);
@@ -172,7 +172,7 @@ describe('optimize, index and gc only after a change', () => {
     d.at(31 * MIN).send({ type: 'bump', bump: { target: { kind: 'optimize' }, class: 1, reason: 'r', expiresAtMs: 40 * MIN } });
     d.send(demand('s1', 1));
     d.send(prepared('merge/s1'));
-    d.send({ type: 'prepared', unitId: 'optimize', needsCommit: true, prepared: null, attempts: 1 });
+    d.send({ type: 'prepared', kind: 'optimize', unitId: 'optimize', needsCommit: true, prepared: null, attempts: 1 });
     expect(d.state.turn?.unitId).toBe('merge/s1');
     d.at(32 * MIN).send(committed('merge/s1', 8));
     d.at(33 * MIN).send(committed('optimize', 9));
@@ -184,12 +184,12 @@ describe('optimize, index and gc only after a change', () => {
     const d = afterOneMerge({ periodSecs: { optimize: 0, index: 0, gc: 60 } }, 60_000);
     expect(prepares(d.last!.decisions).map((p) => p.unit.id)).toEqual(['gc']);
     expect(d.state.periodic.gc.planned).toBe(2);
-    d.send({ type: 'prepared', unitId: 'gc', needsCommit: true, prepared: null, attempts: 1 });
+    d.send({ type: 'prepared', kind: 'gc', unitId: 'gc', needsCommit: true, prepared: null, attempts: 1 });
     d.at(61_000).send(committed('gc', 5));
     expect(d.state.periodic.gc.done).toBe(2);
     // A version change alone (an optimize bumped by an operator) does not make gc due.
     d.at(2 * MIN).send({ type: 'bump', bump: { target: { kind: 'optimize' }, class: 1, reason: 'r', expiresAtMs: 3 * MIN } });
-    d.send({ type: 'prepared', unitId: 'optimize', needsCommit: true, prepared: null, attempts: 1 });
+    d.send({ type: 'prepared', kind: 'optimize', unitId: 'optimize', needsCommit: true, prepared: null, attempts: 1 });
     d.send(committed('optimize', 6));
     expect(prepares(d.at(5 * MIN).send({ type: 'timer' }))).toEqual([]);
   });

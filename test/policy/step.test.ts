@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { carryOver, initialState, NEVER, statusView, step } from '../../src/policy';
+import { backlogOf, carryOver, initialState, NEVER, statusView, step } from '../../src/policy';
 import type { TableState } from '../../src/policy/types';
 import { commits, committed, demand, Driver, prepared, prepares, quietTable, simPolicy, twoMergesReady, wakeAts } from './helpers';
 
@@ -70,7 +70,7 @@ describe('units and preparation', () => {
     const d = new Driver(quietTable({ periodSecs: { optimize: 60, index: 0, gc: 0 }, periodicWhenIdle: true }));
     const ds = d.at(60_000).send({ type: 'timer' });
     expect(prepares(ds).map((p) => p.unit.id)).toEqual(['optimize']);
-    d.at(61_000).send({ type: 'prepared', unitId: 'optimize', needsCommit: false, prepared: null, attempts: 3 });
+    d.at(61_000).send({ type: 'prepared', kind: 'optimize', unitId: 'optimize', needsCommit: false, prepared: null, attempts: 3 });
     expect(d.state.units).toHaveLength(0);
     expect(d.state.dueAtMs.optimize).toBe(121_000);
     expect(d.state.counters.retries).toBe(2);
@@ -137,10 +137,14 @@ describe('snapshot, policy, wake-ups', () => {
     expect(d.state.dueAtMs.snapshot).toBe(20_500);
   });
 
-  it('publishes pressure and backlog when they change', () => {
+  it('keeps write pressure current in the state after every event (the shell publishes it from there)', () => {
     const d = new Driver(quietTable({ softBacklog: 2, hardBacklog: 6 }));
-    expect(d.send(demand('s0', 4))).toContainEqual({ type: 'publish', writePressure: 0.5, backlog: 4 });
-    expect(d.send(demand('s0', 4)).some((x) => x.type === 'publish')).toBe(false);
+    d.send(demand('s0', 4));
+    expect([d.state.writePressure, backlogOf(d.state)]).toEqual([0.5, 4]);
+    d.send(demand('s0', 4));
+    expect([d.state.writePressure, backlogOf(d.state)]).toEqual([0.5, 4]);
+    d.send(demand('s1', 3));
+    expect([d.state.writePressure, backlogOf(d.state)]).toEqual([1, 7]);
   });
 
   it('policyChanged re-evaluates with the new policy', () => {

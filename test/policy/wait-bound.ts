@@ -19,7 +19,7 @@ import { ensure } from './invariants';
  * Why: after p, U ranks above every unit except those k (overdue units go first in
  * class 1, by promotion deadline; units that become ready after p are promoted after
  * U). So a grant after p goes to one of the k, or to another kind because the streak
- * rule excludes K (invariant 4a, which holds even against class 1). Such a streak
+ * rule excludes K (docs/design.md invariant 4a, which holds even against class 1). Such a streak
  * exclusion needs K at its limit: once from the streak at p, and again only after
  * maxConsecutiveTurns[K] further K turns, which can only be among the kK. With the
  * turn held at p ending within L, and every grant after p lasting at most L, U is

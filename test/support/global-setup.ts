@@ -6,11 +6,14 @@ import { startDevServer, type DevServer } from '../../src/server/dev-server';
 
 // One real Temporal dev server for the whole test run (free ports, a temporary SQLite
 // database), or the server at TEMPORAL_ADDRESS when that is set. Tests isolate
-// themselves with unique task queues and workflow ids.
+// themselves with unique task queues and workflow ids. Tests that start servers of
+// their own get the binary through inject('temporalBinary'): null when TEMPORAL_ADDRESS
+// is set without TEMPORAL_CLI_PATH (nothing of ours to start; they skip, saying so).
 
 declare module 'vitest' {
   export interface ProvidedContext {
     temporalAddress: string;
+    temporalBinary: string | null;
   }
 }
 
@@ -31,11 +34,14 @@ async function binaryPath(): Promise<string> {
 export async function setup(project: TestProject): Promise<void> {
   if (process.env.TEMPORAL_ADDRESS) {
     project.provide('temporalAddress', process.env.TEMPORAL_ADDRESS);
+    project.provide('temporalBinary', process.env.TEMPORAL_CLI_PATH ?? null);
     return;
   }
+  const binary = await binaryPath();
+  project.provide('temporalBinary', binary);
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-temporal-'));
   const started = Date.now();
-  server = await startDevServer({ binary: await binaryPath(), dbFile: path.join(dir, 'temporal.db'), headless: true, logFile: path.join(dir, 'server.log') });
+  server = await startDevServer({ binary, dbFile: path.join(dir, 'temporal.db'), headless: true, logFile: path.join(dir, 'server.log') });
   console.log(`[turnstile tests] Temporal dev server at ${server.address} (pid ${server.pid}, ready in ${Date.now() - started} ms, log ${dir}/server.log)`);
   project.provide('temporalAddress', server.address);
 }

@@ -80,7 +80,16 @@ export async function startHarness(opts: { name: string; deps?: Partial<Activity
   };
 }
 
-/** Polls `fn` until it returns a truthy value; the test's own timeout bounds it. */
+/**
+ * Waits for a condition: polls `fn` until it returns a truthy value (which it returns),
+ * within `timeoutMs`. Errors thrown by `fn` count as "not yet" (a query may fail while a
+ * workflow starts or a server restarts) and the last one is named on timeout.
+ *
+ * `fn` must not assert: an assertion inside a poll would pass as soon as it holds once,
+ * and a regression would fail only if it lasted the whole timeout. Collect what the poll
+ * saw and assert on it afterwards, once. An assertion error thrown inside `fn` fails the
+ * wait at once instead of being retried.
+ */
 export async function eventually<T>(fn: () => Promise<T | undefined | null | false>, what: string, timeoutMs = 60_000, everyMs = 250): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
@@ -89,9 +98,12 @@ export async function eventually<T>(fn: () => Promise<T | undefined | null | fal
       const v = await fn();
       if (v) return v;
     } catch (e) {
+      if (isAssertion(e)) throw e;
       last = e;
     }
     await new Promise((r) => setTimeout(r, everyMs));
   }
   throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
 }
+
+const isAssertion = (e: unknown): boolean => e instanceof Error && e.name === 'AssertionError';

@@ -1,6 +1,7 @@
 import type { WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
+import { optionalTsToMs, type Timestamp } from '@temporalio/common/lib/time';
 
 const E = temporal.api.enums.v1.EventType;
 
@@ -26,8 +27,13 @@ export interface ActivityRun {
   result?: unknown;
 }
 
-export const ms = (t: { seconds?: unknown; nanos?: number | null } | null | undefined): number =>
-  t ? Number(t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6) : 0;
+export const ms = (t: Timestamp | null | undefined): number => optionalTsToMs(t) ?? 0;
+
+/** The events of one run whose type is `EVENT_TYPE_<type>`, e.g. 'TIMER_STARTED'. */
+export async function historyEvents(handle: WorkflowHandle, type: keyof typeof E extends `EVENT_TYPE_${infer T}` ? T : never): Promise<temporal.api.history.v1.IHistoryEvent[]> {
+  const history = await handle.fetchHistory();
+  return (history.events ?? []).filter((e) => e.eventType === E[`EVENT_TYPE_${type}`]);
+}
 
 /** Every activity of one run in scheduling order, with when it closed and how. */
 export async function activityRuns(handle: WorkflowHandle): Promise<ActivityRun[]> {

@@ -1,0 +1,1 @@
+export declare function pidAlive(pid: number): boolean;

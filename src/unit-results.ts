@@ -1,0 +1,56 @@
+import type { IndexSpec } from './storage/table-meta';
+
+// What each kind's preparation hands to its commit: produced by the activities
+// (activities/contract.ts), carried without being read by the core's units
+// (src/policy/types.ts, PreparedOf), handed back to the commit by the shell
+// (workflows/run-unit.ts). Plain JSON.
+
+export interface PreparedMerge {
+  shard: string;
+  fromSeq: number;
+  toSeq: number;
+  /** Path of the prepared Arrow IPC batch (newest row per key), null when empty. */
+  preparedPath: string | null;
+  rows: number;
+  bytes: number;
+  /** Temporal attempt that produced it (1 = no retry). */
+  attempt: number;
+  /** Generation files a previous attempt had already read, so this one skipped them. */
+  resumedFromFile: number;
+  /**
+   * Where that came from: 'heartbeat' (the previous attempt's last heartbeat named its
+   * checkpoint), 'scan' (no usable heartbeat, e.g. the worker died before it reached the
+   * server: the newest checkpoint on disk), 'batch' (the whole prepared batch was there).
+   */
+  resumedVia: 'heartbeat' | 'scan' | 'batch' | null;
+  /** Where this attempt's time went (ms), for benchmarks and operators. */
+  timings?: PrepareTimings;
+}
+
+export interface PrepareTimings {
+  /** Reading, checksumming, decoding and validating generation files. */
+  readMs: number;
+  /** Keeping the newest row per key and gathering the winners into one batch. */
+  dedupeMs: number;
+  /** Encoding the prepared batch as Arrow IPC and writing it durably. */
+  encodeMs: number;
+}
+
+export interface OptimizePlan {
+  needed: boolean;
+  reason: string;
+  numFragments: number;
+  numSmallFragments: number;
+  unindexedRows: number;
+  /** Versions older than retentionSecs (0 when planOptimize got no retentionSecs). */
+  versionsPastRetention?: number;
+}
+
+export interface IndexPlan {
+  missing: IndexSpec[];
+}
+
+export interface GcPlan {
+  files: string[];
+  tempFiles: string[];
+}

@@ -1,0 +1,279 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import { WorkflowUpdateStage, type WorkflowHandle } from '@temporalio/client';
+import { optionalTsToMs } from '@temporalio/common/lib/time';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, expect, inject, test } from 'vitest';
+import type { createActivities } from '../../activities';
+import type { SnapshotResult } from '../../activities/contract';
+import { TableClient } from '../../src/client/table-client';
+import type { PolicyOverride } from '../../src/config/policy-schema';
+import { workflowBundle } from '../../src/worker/create-worker';
+import { installQuietRuntime } from '../../src/worker/runtime';
+import * as msg from '../../workflows/messages';
+import type { TableWorkflowArgs } from '../../workflows';
+import { eventually, uniqueName } from '../support/harness';
+import { activityRuns, commitSummaries, historyEvents } from '../support/history';
+
+// The workflow shell (workflows/table.ts, alarm.ts, run-unit.ts) on its own: the real
+// workflow code on the suite's dev server, with mocked activities, so each test controls
+// what the activities answer and when, and reads what the shell did from history.
+//
+// Time: the dev server has no time skipping, and TestWorkflowEnvironment.createTimeSkipping
+// downloads its test server, which cannot be fetched here; so the environment is
+// createFromExistingServer against the suite's server, time-driven behaviour runs on
+// policies of a second or less, and where the bound is long (hours of policy time) the
+// test reads the timer the shell armed from history instead of waiting for it.
+
+type Activities = ReturnType<typeof createActivities>;
+
+let env: TestWorkflowEnvironment;
+beforeAll(async () => {
+  installQuietRuntime();
+  env = await TestWorkflowEnvironment.createFromExistingServer({ address: inject('temporalAddress') });
+});
+afterAll(async () => env?.teardown());
+
+/** Activities that do nothing real: merges prepare and commit at once, the rest finds nothing to do. */
+function mockActivities(over: Partial<Activities> = {}): Activities {
+  let version = 0;
+  const acts: Activities = {
+    snapshot: async () => ({ shards: [], revision: 0 }),
+    prepareMerge: async (i) => ({ shard: i.shard, fromSeq: i.fromSeq, toSeq: i.toSeq, preparedPath: `/mock/${i.shard}-${i.fromSeq}-${i.toSeq}.arrow`, rows: 1, bytes: 1, attempt: 1, resumedFromFile: 0, resumedVia: null }),
+    commitMerge: async () => ({ version: ++version, rows: 1 }),
+    planOptimize: async () => ({ needed: true, reason: 'mock', numFragments: 2, numSmallFragments: 2, unindexedRows: 0, versionsPastRetention: 0 }),
+    commitOptimize: async () => ({ version: ++version, rows: 0, fragmentsRemoved: 2, fragmentsAdded: 1, versionsPruned: 0 }),
+    planIndex: async () => ({ missing: [] }),
+    ensureIndex: async () => ({ version, rows: 0, built: [] }),
+    planGc: async () => ({ files: [], tempFiles: [] }),
+    gc: async () => ({ deleted: 0, bytesFreed: 0 }),
+  };
+  return { ...acts, ...over };
+}
+
+interface Shell {
+  tables: TableClient;
+  table: string;
+  handle: WorkflowHandle;
+  /** Stops the worker (the workflow waits for the next one). */
+  stopWorker(): Promise<void>;
+  startWorker(): void;
+  close(): Promise<void>;
+}
+
+// Only what a test turns on happens: no periodic kinds, a snapshot only at start.
+const QUIET: PolicyOverride = { periodSecs: { optimize: 0, index: 0, gc: 0 }, snapshotIntervalSecs: 3600 };
+
+async function startShell(name: string, acts: Activities, policy: PolicyOverride, extra: Partial<TableWorkflowArgs> = {}): Promise<Shell> {
+  const taskQueue = uniqueName(`tq-shell-${name}`);
+  const bundle = await workflowBundle();
+  let worker: Worker | null = null;
+  let running: Promise<void> = Promise.resolve();
+  const startWorker = (): void => {
+    void Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: bundle, activities: acts }).then((w) => {
+      worker = w;
+      running = w.run();
+    });
+  };
+  const stopWorker = async (): Promise<void> => {
+    await eventually(async () => worker, 'the worker created');
+    worker!.shutdown();
+    await running;
+    worker = null;
+  };
+  startWorker();
+  const tables = new TableClient(env.client, taskQueue);
+  const table = uniqueName(name);
+  await tables.start({ table, key: 'id', shards: ['s0', 's1'], policy, ...extra });
+  const handle = tables.handle(table);
+  return {
+    tables,
+    table,
+    handle,
+    stopWorker,
+    startWorker,
+    async close() {
+      await handle.terminate('test over').catch(() => undefined);
+      if (worker) await stopWorker();
+    },
+  };
+}
+
+/** The durations (ms) of the timers the shell started, in order; `afterEventId` only those after that event. */
+async function timersStarted(handle: WorkflowHandle, afterEventId = 0): Promise<number[]> {
+  return (await historyEvents(handle, 'TIMER_STARTED'))
+    .filter((e) => Number(e.eventId) > afterEventId)
+    .map((e) => optionalTsToMs(e.timerStartedEventAttributes?.startToFireTimeout) ?? -1);
+}
+
+const demand = (shard: string, seq: number) => ({ shard, sealedThroughSeq: seq, revision: seq });
+
+test('the alarm is re-armed only when the earliest deadline moves, not on every signal', async () => {
+  const shell = await startShell('alarm', mockActivities(), QUIET);
+  try {
+    const { tables, table, handle } = shell;
+    await tables.pause(table); // no units: the only deadline is the next snapshot
+    // The initial snapshot has come back: its successor is the one timer.
+    await eventually(async () => (await timersStarted(handle)).length === 1, 'the snapshot timer');
+    for (let seq = 1; seq <= 25; seq++) await handle.signal(msg.demand, demand('s0', seq));
+    await eventually(async () => (await tables.state(table)).shards[0]!.sealedThroughSeq === 25, 'all 25 demands folded');
+    expect(await timersStarted(handle)).toEqual([3_600_000]);
+    expect(await historyEvents(handle, 'TIMER_CANCELED')).toEqual([]);
+
+    // A deadline that moves earlier: the one timer is replaced, once.
+    await tables.setPolicy(table, { snapshotIntervalSecs: 1800 });
+    expect(await timersStarted(handle)).toEqual([3_600_000, 1_800_000]);
+    expect(await historyEvents(handle, 'TIMER_CANCELED')).toHaveLength(1);
+  } finally {
+    await shell.close();
+  }
+});
+
+test('a commit-ready unit is promoted after maxTurnWaitSecs behind a hot merger, and only then gets the turn', async () => {
+  // Each merge commit holds the turn 150 ms; demand never stops, so a merge is always
+  // commit-ready and, in class 2 against optimize's 3, would always win.
+  const acts = mockActivities({
+    commitMerge: async (i) => {
+      await new Promise((r) => setTimeout(r, 150));
+      return { version: i.prepared.toSeq, rows: 1 };
+    },
+  });
+  const shell = await startShell('promote', acts, { ...QUIET, periodSecs: { optimize: 1, index: 0, gc: 0 }, maxTurnWaitSecs: { optimize: 1 }, maxConsecutiveTurns: { merge: 1000 } });
+  try {
+    const { tables, table, handle } = shell;
+    let seq = 0;
+    let stop = false;
+    const writers = (async () => {
+      while (!stop) {
+        seq++;
+        await handle.signal(msg.demand, demand('s0', seq));
+        await handle.signal(msg.demand, demand('s1', seq));
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    await eventually(async () => (await tables.state(table)).counters.turns.optimize >= 1, 'the optimize turn', 30_000);
+    stop = true;
+    await writers;
+    const s = await tables.state(table);
+    const summaries = await commitSummaries(handle);
+    const first = summaries.findIndex((x) => x.startsWith('optimize'));
+    // Merges took every turn before it, and optimize got in by promotion only.
+    expect(summaries.slice(0, first).every((x) => x.startsWith('merge'))).toBe(true);
+    expect(first).toBeGreaterThan(0);
+    expect(summaries[first]).toMatch(/^optimize: class 1, promoted after 1 s \(waited \d+(\.\d)? s\)$/);
+    expect(s.counters.maxTurnWaitSecs.optimize).toBeGreaterThanOrEqual(1);
+    // The promotion deadline was armed as the one timer when optimize became ready.
+    // The promotion deadline was armed as the one timer when optimize's plan came back.
+    const planned = (await activityRuns(handle)).find((r) => r.type === 'planOptimize')!;
+    expect(planned.outcome).toBe('completed');
+    expect((await timersStarted(handle, planned.closedEventId!))[0]).toBe(1000);
+  } finally {
+    await shell.close();
+  }
+});
+
+test('a failed commit backs off on the durable timer: base * 2^(n-1), then commits', async () => {
+  let attempts = 0;
+  const acts = mockActivities({
+    commitMerge: async (i) => {
+      if (++attempts <= 2) throw ApplicationFailure.retryable(`mock failure ${attempts}`, 'MockFailure');
+      return { version: 7, rows: i.prepared.rows };
+    },
+  });
+  // Backoffs of 0.2 s and 0.4 s; hours (commitRetryMaxSecs) would be armed the same way.
+  const shell = await startShell('backoff', acts, { ...QUIET, commitRetryBaseSecs: 0.2, commitRetryMaxSecs: 7200 });
+  try {
+    const { tables, table, handle } = shell;
+    await handle.signal(msg.demand, demand('s0', 1));
+    const merged = await handle.executeUpdate(msg.awaitMerged, { args: [{ shard: 's0', seq: 1 }] });
+    expect(merged).toEqual({ shard: 's0', seq: 1, mergedThroughSeq: 1, version: 7, merged: true });
+    const commits = (await activityRuns(handle)).filter((r) => r.type === 'commitMerge');
+    expect(commits.map((r) => r.outcome)).toEqual(['failed', 'failed', 'completed']);
+    // Exactly the backoffs, each armed as the table's one timer when the failure came in ...
+    // (The others are the snapshot's, an hour away.)
+    expect((await timersStarted(handle)).filter((ms) => ms < 60_000)).toEqual([200, 400]);
+    // ... and no retry before its backoff ended (both on the workflow clock).
+    expect(commits[1]!.decidedAtMs - commits[0]!.seenClosedAtMs!).toBeGreaterThanOrEqual(200);
+    expect(commits[2]!.decidedAtMs - commits[1]!.seenClosedAtMs!).toBeGreaterThanOrEqual(400);
+    expect((await tables.state(table)).counters).toMatchObject({ retries: 2, stalls: 0, turns: { merge: 1 } });
+  } finally {
+    await shell.close();
+  }
+});
+
+test('awaitMerged answers merged=false while the run drains for continue-as-new, and the next run carries the state', async () => {
+  const shell = await startShell('drain', mockActivities(), QUIET, { continueAsNewAtEvents: 80 });
+  try {
+    const { tables, table, handle } = shell;
+    const firstRun = (await handle.describe()).runId;
+    await tables.pause(table, { kind: 'merge' });
+    await handle.signal(msg.demand, demand('s0', 1));
+    const update = await handle.startUpdate(msg.awaitMerged, { args: [{ shard: 's0', seq: 1 }], waitForStage: WorkflowUpdateStage.ACCEPTED });
+    expect((await handle.fetchHistory()).events!.length).toBeLessThan(80);
+    // Signals grow the history until the run drains; the waiting update is answered then.
+    let answered = false;
+    const result = update.result().finally(() => (answered = true));
+    for (let seq = 2; !answered && seq < 200; seq++) {
+      await handle.signal(msg.demand, demand('s1', seq));
+      await Promise.race([result, new Promise((r) => setTimeout(r, 50))]);
+    }
+    expect(await result).toEqual({ shard: 's0', seq: 1, mergedThroughSeq: 0, version: 0, merged: false });
+    await eventually(async () => (await handle.describe()).runId !== firstRun, 'the next run');
+    const s = await tables.state(table);
+    expect(s.pausedKinds).toEqual(['merge']);
+    expect(s.shards.map((x) => [x.shard, x.sealedThroughSeq, x.mergedThroughSeq])).toEqual([
+      ['s0', 1, 0],
+      ['s1', expect.any(Number), 0],
+    ]);
+    expect(s.shards[1]!.sealedThroughSeq).toBeGreaterThanOrEqual(2);
+  } finally {
+    await shell.close();
+  }
+});
+
+test('setPolicy: the validator rejects a bad override before anything reaches history; a good one applies', async () => {
+  const shell = await startShell('policy', mockActivities(), QUIET);
+  try {
+    const { tables, table, handle } = shell;
+    const err = await tables.setPolicy(table, { maxTurnWaitSecs: { optimize: 0 } }).catch((e: Error & { cause?: Error }) => e.cause?.message ?? e.message);
+    expect(err).toBe('maxTurnWaitSecs.optimize: must be an integer in [1, 86400]');
+    expect(await historyEvents(handle, 'WORKFLOW_EXECUTION_UPDATE_ACCEPTED')).toEqual([]);
+    expect((await tables.state(table)).policy.maxTurnWaitSecs.optimize).toBe(120);
+
+    const p = await tables.setPolicy(table, { maxTurnWaitSecs: { optimize: 30 } });
+    expect(p.maxTurnWaitSecs).toEqual({ merge: 60, optimize: 30, index: 300, gc: 600 });
+    expect(await historyEvents(handle, 'WORKFLOW_EXECUTION_UPDATE_ACCEPTED')).toHaveLength(1);
+    expect((await tables.state(table)).policy.maxTurnWaitSecs.optimize).toBe(30);
+  } finally {
+    await shell.close();
+  }
+});
+
+test('the signal inbox is bounded: signals past it are dropped, and the periodic snapshot recovers the demand', async () => {
+  // What the generation store holds: s0 sealed through 6.
+  let sealed: SnapshotResult = { shards: [], revision: 0 };
+  const acts = mockActivities({ snapshot: async () => sealed });
+  const shell = await startShell('inbox', acts, QUIET, { maxInbox: 3 });
+  try {
+    const { tables, table, handle } = shell;
+    await tables.pause(table, { kind: 'merge' });
+    await eventually(async () => (await timersStarted(handle)).length === 1, 'the first snapshot done');
+    await eventually(async () => (await tables.state(table)).pausedKinds.includes('merge'), 'the pause applied');
+    // With no worker, the six signals wait in history and reach the workflow in one activation.
+    await shell.stopWorker();
+    for (let seq = 1; seq <= 6; seq++) await handle.signal(msg.demand, demand('s0', seq));
+    shell.startWorker();
+    await eventually(async () => {
+      const events = (await handle.fetchHistory()).events ?? [];
+      const lastSignal = events.map((e) => !!e.workflowExecutionSignaledEventAttributes).lastIndexOf(true);
+      return events.slice(lastSignal).some((e) => e.workflowTaskCompletedEventAttributes);
+    }, 'the signals processed');
+    expect((await tables.state(table)).shards[0]).toMatchObject({ shard: 's0', sealedThroughSeq: 3 });
+
+    sealed = { shards: [{ shard: 's0', sealedThroughSeq: 6, revision: 6 }], revision: 6 };
+    await tables.setPolicy(table, { snapshotIntervalSecs: 1 });
+    await eventually(async () => (await tables.state(table)).shards[0]!.sealedThroughSeq === 6, 'the snapshot recovering seq 6', 30_000);
+  } finally {
+    await shell.close();
+  }
+});
