@@ -1,8 +1,11 @@
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { workflowIdForTable } from '../names';
 import { formatZodError } from '../zod-format';
 import { awaitMergedSchema, type AwaitMergedResult } from '../wire';
 import * as msg from '../../workflows/messages';
+
+/** Asks while a run closes for continue-as-new: 100 x 100 ms, far more than a new run takes to start. */
+const RUN_ENDING_RETRIES = 100;
 
 // Read-your-merges without polling. Temporal allows only 10 updates in flight per
 // workflow, so one process coalesces its waits: per (table, shard) there is at most one
@@ -35,6 +38,24 @@ export class MergeWaiter {
     });
   }
 
+  /**
+   * One awaitMerged update. Across continue-as-new the run answers merged=false, and the
+   * handle follows the workflow id to the new run, so asking again is enough; an update
+   * that reaches the old run just as it closes fails with "workflow execution already
+   * completed" before the new run exists, so that one is asked again too (for a while).
+   */
+  private async ask(table: string, shard: string, seq: number): Promise<AwaitMergedResult> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.client.workflow.getHandle(workflowIdForTable(table)).executeUpdate(msg.awaitMerged, { args: [{ shard, seq }] });
+      } catch (e) {
+        const runEnding = e instanceof WorkflowNotFoundError && /already completed/i.test(e.message);
+        if (!runEnding || attempt >= RUN_ENDING_RETRIES) throw e;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  }
+
   private async pump(table: string, shard: string, key: string): Promise<void> {
     if (this.inFlight.has(key)) return;
     this.inFlight.add(key);
@@ -46,9 +67,7 @@ export class MergeWaiter {
         const target = Math.max(...list.map((w) => w.seq));
         let res: AwaitMergedResult;
         try {
-          // Across continue-as-new the run answers merged=false; the handle follows the
-          // workflow id to the new run, so asking again is enough.
-          res = await this.client.workflow.getHandle(workflowIdForTable(table)).executeUpdate(msg.awaitMerged, { args: [{ shard, seq: target }] });
+          res = await this.ask(table, shard, target);
         } catch (e) {
           this.waiting.delete(key);
           for (const w of list) w.reject(e);
