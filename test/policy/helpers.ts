@@ -100,3 +100,9 @@ export const durationsArb = fc.record({
   prepareMs: perKind(rangeArb(1, 8_000)),
   commitMs: perKind(rangeArb(1, 15_000)),
 });
+
+/**
+ * Long property runs are synchronous; vitest's worker must still answer its runner's
+ * RPCs (60 s deadline) or the whole run fails. Each property run yields once first.
+ */
+export const yieldToRunner = (): Promise<void> => new Promise((r) => setImmediate(r));

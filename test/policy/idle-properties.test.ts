@@ -4,6 +4,7 @@ import { maxSnapshotSecs } from '../../src/policy';
 import type { PolicyEvent, TableState } from '../../src/policy/types';
 import { runSimulation, type SimConfig, type StepInfo } from '../../src/sim';
 import { durationsArb, policyArb, rangeArb } from './helpers';
+import { yieldToRunner } from './helpers';
 import { checkContract, checkOneHolder, ensure } from './invariants';
 
 // The idle-cost rules (src/policy/idle.ts) over simulated runs: the documented bound on
@@ -45,10 +46,11 @@ function config(w: Writers, extra: Partial<SimConfig>): SimConfig {
 }
 
 describe('idle-cost properties over simulated runs', () => {
-  it('a seal whose demand signal is lost is known to the core within snapshotMaxIntervalSecs (+ two scans)', () => {
+  it('a seal whose demand signal is lost is known to the core within snapshotMaxIntervalSecs (+ two scans)', async () => {
     let recoveredLate = 0;
-    fc.assert(
-      fc.property(writersArb, (w) => {
+    await fc.assert(
+      fc.asyncProperty(writersArb, async (w) => {
+        await yieldToRunner();
         const boundMs = maxSnapshotSecs(w.policy) * 1000 + 2 * SCAN[1];
         const seals: { shard: string; seq: number; atMs: number }[] = [];
         const check = (state: TableState, nowMs: number, info?: StepInfo) => {
@@ -85,9 +87,10 @@ describe('idle-cost properties over simulated runs', () => {
     expect(recoveredLate).toBeGreaterThan(50);
   });
 
-  it('after a demand signal a scan starts within snapshotIntervalSecs (+ one scan)', () => {
-    fc.assert(
-      fc.property(writersArb, (w) => {
+  it('after a demand signal a scan starts within snapshotIntervalSecs (+ one scan)', async () => {
+    await fc.assert(
+      fc.asyncProperty(writersArb, async (w) => {
+        await yieldToRunner();
         const boundMs = w.policy.snapshotIntervalSecs * 1000 + SCAN[1];
         let pendingSince: number | null = null;
         runSimulation(
@@ -104,10 +107,11 @@ describe('idle-cost properties over simulated runs', () => {
     );
   });
 
-  it('an idle table: no preparations, one scan per snapshotMaxIntervalSecs, two steps per scan', () => {
+  it('an idle table: no preparations, one scan per snapshotMaxIntervalSecs, two steps per scan', async () => {
     const arb = fc.record({ seed: fc.integer(), policy: policyArb.map((p) => ({ ...p, periodicWhenIdle: false })), durations: durationsArb, hours: fc.integer({ min: 1, max: 48 }) });
-    fc.assert(
-      fc.property(arb, ({ seed, policy, durations, hours }) => {
+    await fc.assert(
+      fc.asyncProperty(arb, async ({ seed, policy, durations, hours }) => {
+        await yieldToRunner();
         const endMs = hours * 60 * MIN;
         const r = runSimulation({ seed, shards: ['s0', 's1'], policy, endMs, ...durations, snapshotMs: SCAN, onStep: ({ decisions }) => ensure(!decisions.some((d) => d.type === 'prepare'), 'an idle table prepared something') });
         // Steps are what the workflow runs as tasks: the first, then a scan's result and
@@ -121,10 +125,11 @@ describe('idle-cost properties over simulated runs', () => {
     );
   });
 
-  it('snapshotMaxIntervalSecs = snapshotIntervalSecs with periodicWhenIdle reproduces the old core decision for decision', () => {
+  it('snapshotMaxIntervalSecs = snapshotIntervalSecs with periodicWhenIdle reproduces the old core decision for decision', async () => {
     const arb = writersArb.map((w) => ({ ...w, lostProb: 0, policy: { ...w.policy, snapshotMaxIntervalSecs: w.policy.snapshotIntervalSecs, periodicWhenIdle: true } }));
-    fc.assert(
-      fc.property(arb, fc.constantFrom(0, 0.3), (w, fail) => {
+    await fc.assert(
+      fc.asyncProperty(arb, fc.constantFrom(0, 0.3), async (w, fail) => {
+        await yieldToRunner();
         const run = (adaptive: boolean) => {
           const out: string[] = [];
           const faults = { retryable: fail, fatal: fail / 10, stalled: 0.5 };

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { KINDS, type Kind, type PolicyEvent } from '../../src/policy/types';
 import { runSimulation, type OperatorAction, type SimConfig, type StepInfo } from '../../src/sim';
 import { durationsArb, policyArb, rangeArb } from './helpers';
+import { yieldToRunner } from './helpers';
 import { checkContract, checkOneHolder, checkPure, checkStable, checkStreak } from './invariants';
 import { WaitBound } from './wait-bound';
 
@@ -95,7 +96,7 @@ const everyStep = (...checks: ((i: StepInfo) => void)[]) => (info: StepInfo) => 
 };
 
 describe('scheduling properties over simulated runs', () => {
-  it('1 and 3: one turn holder, commit only on a free turn, streak limit; step is pure, JSON-safe and idempotent', () => {
+  it('1 and 3: one turn holder, commit only on a free turn, streak limit; step is pure, JSON-safe and idempotent', async () => {
     const arb = baseArb.chain((b) =>
       fc.record({
         b: fc.constant(b),
@@ -106,8 +107,9 @@ describe('scheduling properties over simulated runs', () => {
       }),
     );
     let steps = 0;
-    fc.assert(
-      fc.property(arb, ({ b, ops, prepareFaults, commitFaults, snapshotFailProb }) => {
+    await fc.assert(
+      fc.asyncProperty(arb, async ({ b, ops, prepareFaults, commitFaults, snapshotFailProb }) => {
+        await yieldToRunner();
         let n = 0;
         const r = runSimulation(
           config(b, {
@@ -133,7 +135,7 @@ describe('scheduling properties over simulated runs', () => {
     expect(steps).toBeGreaterThan(100_000);
   });
 
-  it('2: a commit-ready unit is granted within maxTurnWaitSecs plus a bounded number of turns', () => {
+  it('2: a commit-ready unit is granted within maxTurnWaitSecs plus a bounded number of turns', async () => {
     const arb = baseArb.chain((b) =>
       fc.record({
         b: fc.constant(b),
@@ -142,8 +144,9 @@ describe('scheduling properties over simulated runs', () => {
       }),
     );
     let beyond = 0;
-    fc.assert(
-      fc.property(arb, ({ b, ops, prepareFaults }) => {
+    await fc.assert(
+      fc.asyncProperty(arb, async ({ b, ops, prepareFaults }) => {
+        await yieldToRunner();
         const bound = new WaitBound(b.policy);
         runSimulation(config(b, { operator: ops, prepareFaults, onStep: everyStep(checkOneHolder, (i) => bound.onStep(i)) }));
         beyond += bound.beyondPromotion;
@@ -154,7 +157,7 @@ describe('scheduling properties over simulated runs', () => {
     expect(beyond).toBeGreaterThan(100);
   });
 
-  it('7: with fair completions every sealed generation is eventually merged', () => {
+  it('7: with fair completions every sealed generation is eventually merged', async () => {
     const arb = baseArb.chain((b) =>
       fc.record({
         b: fc.constant(b),
@@ -164,8 +167,9 @@ describe('scheduling properties over simulated runs', () => {
         commitFaults: faultArb(false),
       }),
     );
-    fc.assert(
-      fc.property(arb, ({ b, pauses, ops, prepareFaults, commitFaults }) => {
+    await fc.assert(
+      fc.asyncProperty(arb, async ({ b, pauses, ops, prepareFaults, commitFaults }) => {
+        await yieldToRunner();
         const stopMs = b.minutes * MIN;
         const r = runSimulation(
           config(b, {
