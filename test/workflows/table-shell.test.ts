@@ -129,45 +129,46 @@ test('the alarm is re-armed only when the earliest deadline moves, not on every 
   }
 });
 
-test('a commit-ready unit is promoted after maxTurnWaitSecs behind a hot merger, and only then gets the turn', async () => {
-  // Each merge commit holds the turn 150 ms; demand never stops, so a merge is always
-  // commit-ready and, in class 2 against optimize's 3, would always win.
+test('a commit-ready unit is promoted after maxTurnWaitSecs while the turn is held, and goes before the merges then', async () => {
+  // The first merge commit holds the turn until the test lets it go; meanwhile a merge
+  // of the other shard (class 2) and optimize (class 3) become commit-ready and wait.
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  let commits = 0;
   const acts = mockActivities({
     commitMerge: async (i) => {
-      await new Promise((r) => setTimeout(r, 150));
-      return { version: i.prepared.toSeq, rows: 1 };
+      if (++commits === 1) await held;
+      return { version: commits, rows: i.prepared.rows };
     },
   });
-  const shell = await startShell('promote', acts, { ...QUIET, periodSecs: { optimize: 1, index: 0, gc: 0 }, maxTurnWaitSecs: { optimize: 1 }, maxConsecutiveTurns: { merge: 1000 } });
+  const shell = await startShell('promote', acts, { ...QUIET, periodSecs: { optimize: 1, index: 0, gc: 0 }, maxTurnWaitSecs: { optimize: 1 } });
   try {
     const { tables, table, handle } = shell;
-    let seq = 0;
-    let stop = false;
-    const writers = (async () => {
-      while (!stop) {
-        seq++;
-        await handle.signal(msg.demand, demand('s0', seq));
-        await handle.signal(msg.demand, demand('s1', seq));
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    })();
-    await eventually(async () => (await tables.state(table)).counters.turns.optimize >= 1, 'the optimize turn', 30_000);
-    stop = true;
-    await writers;
-    const s = await tables.state(table);
-    const summaries = await commitSummaries(handle);
-    const first = summaries.findIndex((x) => x.startsWith('optimize'));
-    // Merges took every turn before it, and optimize got in by promotion only.
-    expect(summaries.slice(0, first).every((x) => x.startsWith('merge'))).toBe(true);
-    expect(first).toBeGreaterThan(0);
-    expect(summaries[first]).toMatch(/^optimize: class 1, promoted after 1 s \(waited \d+(\.\d)? s\)$/);
-    expect(s.counters.maxTurnWaitSecs.optimize).toBeGreaterThanOrEqual(1);
-    // The promotion deadline was armed as the one timer when optimize became ready.
+    await handle.signal(msg.demand, demand('s0', 1));
+    await eventually(async () => (await tables.state(table)).turn?.unitId === 'merge/s0', 'merge/s0 holding the turn');
+    await handle.signal(msg.demand, demand('s1', 1));
+    // Promotion is the only way optimize can pass merge/s1: its base class is 3, merge's 2.
+    const promoted = await eventually(async () => {
+      const s = await tables.state(table);
+      return s.queue.find((q) => q.unitId === 'optimize')?.class === 1 && s.queue.some((q) => q.unitId === 'merge/s1') ? s : null;
+    }, 'optimize promoted while merge/s0 holds the turn', 30_000);
+    expect(promoted.queue.map((q) => [q.unitId, q.class])).toEqual([
+      ['optimize', 1],
+      ['merge/s1', 2],
+    ]);
     // The promotion deadline was armed as the one timer when optimize's plan came back.
     const planned = (await activityRuns(handle)).find((r) => r.type === 'planOptimize')!;
     expect(planned.outcome).toBe('completed');
     expect((await timersStarted(handle, planned.closedEventId!))[0]).toBe(1000);
+
+    release();
+    await handle.executeUpdate(msg.awaitMerged, { args: [{ shard: 's1', seq: 1 }] });
+    const summaries = await commitSummaries(handle);
+    expect(summaries.slice(0, 3).map((x) => x.split(':')[0])).toEqual(['merge s0 seq 1-1', 'optimize', 'merge s1 seq 1-1']);
+    expect(summaries[1]).toMatch(/^optimize: class 1, promoted after 1 s \(waited \d+(\.\d)? s\)$/);
+    expect((await tables.state(table)).counters.maxTurnWaitSecs.optimize).toBeGreaterThanOrEqual(1);
   } finally {
+    release();
     await shell.close();
   }
 });
