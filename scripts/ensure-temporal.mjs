@@ -48,6 +48,9 @@ const readOrNull = (file) => {
 // second could remove the lock the first had just taken, and both would build. So, as
 // in src/storage/file-lock.ts, breakers serialise on `<lock>.break` and remove the
 // lock only if it still holds the text they found stale.
+// A lock file without a pid yet was caught between create and write; only this old is it a leftover.
+const UNPARSABLE_STALE_MS = 10_000;
+
 function breakStale(lock, staleText) {
   const breaker = `${lock}.break`;
   try {
@@ -79,7 +82,14 @@ export function withBuildLock(dir, fn) {
       const text = readOrNull(lock);
       if (text === null) continue; // released meanwhile
       const holder = Number(text) || 0;
-      if (!holder || !pidAlive(holder)) {
+      if (!holder) {
+        // Empty: caught between its holder's create and write. Stale only when old.
+        const st = fs.statSync(lock, { throwIfNoEntry: false });
+        if (st && Date.now() - st.mtimeMs > UNPARSABLE_STALE_MS) breakStale(lock, text);
+        else sleep(20);
+        continue;
+      }
+      if (!pidAlive(holder)) {
         breakStale(lock, text);
         continue;
       }
