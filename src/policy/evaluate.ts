@@ -1,8 +1,7 @@
 import { cloneUnit } from './clone';
 import { pickTurn, promotionAtMs, turnOrder, waitedMs, type TurnPick } from './order';
-import type { Unit } from './types';
 import { createUnits } from './units';
-import type { Decision, TableState } from './types';
+import type { Decision, TableState, Unit } from './types';
 
 // The time-driven rules, run after every event. Running it twice at the same nowMs
 // changes nothing, so a late or duplicate event can safely trigger it too.
