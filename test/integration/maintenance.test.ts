@@ -119,6 +119,9 @@ test('a preparation retried after a stall resumes from the checkpoint its last h
   await hh.tables.pause(table, { kind: 'merge' });
   await eventually(async () => (await hh.tables.status(table)).pausedKinds.includes('merge'), 'pause applied');
   for (let i = 0; i < 4; i++) await load.writeOne('s0');
+  // Demand goes out in the background: let all four reach the table before the resume,
+  // so the unit created at resume covers 1..4.
+  expect(await writer.flush()).toEqual({});
   await hh.tables.resume(table, { kind: 'merge' });
 
   // While frozen, status joins in the preparation's last heartbeat.
