@@ -13,9 +13,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { startDevServer, type DevServer } from '../src/server/dev-server';
+import type { DevServer } from '../src/server/dev-server';
 import { formatReport, measureIdleCost } from './idle-cost-measure';
-import { temporalBinary } from './support';
+import { benchServer } from './support';
 
 const { values: opt } = parseArgs({
   options: { tables: { type: 'string', default: '50' }, minutes: { type: 'string', default: '10' }, json: { type: 'boolean', default: false } },
@@ -37,7 +37,9 @@ async function main(): Promise<void> {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-bench-idle-'));
   let server: DevServer | undefined;
   try {
-    const address = process.env.TEMPORAL_ADDRESS ?? (server = await startDevServer({ binary: await temporalBinary(), dbFile: path.join(tmp, 'temporal.db'), headless: true, logFile: path.join(tmp, 'temporal.log') })).address;
+    const started = await benchServer(tmp);
+    server = started.server;
+    const address = started.address;
     console.log(`idle cost: ${TABLES} tables per mode (before, after), ${MINUTES} min, ${os.cpus().length} cores, server ${address}${server ? ' (started here)' : ''}`);
     const report = await measureIdleCost({
       address,
