@@ -24,11 +24,17 @@ import { createTableMeta } from '../src/storage/generation-store';
 import { conditionalUpsert, openLanceTable, openOrCreateLanceTable } from '../src/storage/lance-table';
 import { tableFromRows, withSeqColumn } from '../src/storage/records';
 import { generateRows } from '../src/writer';
-import { formatPhases, phasesOf, type Phases } from './phases';
+import { formatPhases, formatTimeline, phasesOf, type Phases } from './phases';
 import { benchServer, peakRssBytes, startWorkerProcess, stopProcess } from './support';
 
 const { values: opt } = parseArgs({
-  options: { shards: { type: 'string', default: '4' }, generations: { type: 'string', default: '40' }, rows: { type: 'string', default: '2500' } },
+  options: {
+    shards: { type: 'string', default: '4' },
+    generations: { type: 'string', default: '40' },
+    rows: { type: 'string', default: '2500' },
+    // Prints every activity and seal on one clock: where A's critical path waited.
+    timeline: { type: 'boolean', default: false },
+  },
 });
 const positive = (name: string, v: string | undefined): number => {
   const n = Number(v);
@@ -84,9 +90,11 @@ async function throughWorkflow(tmp: string, gens: Map<string, ArrowTable[]>, tot
     await writer.refreshPressure();
     const waiter = new MergeWaiter(client);
     const sealMs: number[] = [];
+    const sealedAt: { shard: string; seq: number; atMs: number }[] = [];
     let bytesSealed = 0;
 
     const t0 = performance.now();
+    const t0Epoch = Date.now();
     // One writer loop per shard, as independent writers would seal; each then waits
     // for its own last seq (the waiter coalesces, so this is one update per shard).
     await Promise.all(
@@ -96,6 +104,7 @@ async function throughWorkflow(tmp: string, gens: Map<string, ArrowTable[]>, tot
           const ts = performance.now();
           const r = await writer.write(shard, g);
           sealMs.push(performance.now() - ts);
+          sealedAt.push({ shard, seq: r.seq, atMs: performance.now() - t0 });
           bytesSealed += r.bytes;
           last = r.seq;
         }
@@ -107,7 +116,9 @@ async function throughWorkflow(tmp: string, gens: Map<string, ArrowTable[]>, tot
     if (signalError) throw new Error(`demand signal failed: ${signalError}`);
     const workerPeakRss = peakRssBytes(worker.pid!);
     const status = await tables.status(TABLE);
-    const phases = phasesOf(await tables.handle(TABLE).fetchHistory(), sealMs);
+    const history = await tables.handle(TABLE).fetchHistory();
+    const phases = phasesOf(history, sealMs);
+    if (opt.timeline) console.log(['timeline (ms after the first seal):', ...formatTimeline(history, t0Epoch, sealedAt)].join('\n'));
     const note = `${status.counters.turns.merge} merge turns, ${status.counters.rowsMerged} rows changed, ${writer.demand.signalsSent} demand signals`;
     return { result: { method: 'A  Turnstile (workflow)', rows: total, secs, note }, root, phases, workerPeakRss, bytesSealed };
   } finally {

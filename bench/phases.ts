@@ -151,3 +151,16 @@ export function formatPhases(p: Phases): string[] {
   lines.push(`turns ${p.turns}, workflow tasks ${p.workflowTasks}, history events ${p.historyEvents}, demand signals ${p.signals}`);
   return lines;
 }
+
+/**
+ * Every activity of the run on one clock (ms after `t0EpochMs`, the first seal), with
+ * the writers' seal completions per shard: where the critical path waited.
+ */
+export function formatTimeline(history: History, t0EpochMs: number, sealedAt: { shard: string; seq: number; atMs: number }[]): string[] {
+  const rel = (x: number | null) => (x === null ? '     -' : String(Math.round(x - t0EpochMs)).padStart(6));
+  const lines = activityRunsOf(history).map(
+    (r) => ({ at: r.scheduledAtMs, text: `${rel(r.decidedAtMs)} decided ${rel(r.scheduledAtMs)} scheduled ${rel(r.startedAtMs)} started ${rel(r.closedAtMs)} closed  ${r.activityId}` }),
+  );
+  for (const s of sealedAt) lines.push({ at: t0EpochMs + s.atMs, text: `${String(Math.round(s.atMs)).padStart(6)} sealed ${s.shard} seq ${s.seq}` });
+  return lines.sort((a, b) => a.at - b.at).map((l) => l.text);
+}

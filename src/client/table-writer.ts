@@ -6,6 +6,7 @@ import type { TableWorkflowArgs } from '../../workflows';
 import type { TableClient } from './table-client';
 import { DemandSender } from './demand-sender';
 import { writeRouted, type RoutedWriteResult } from '../writer/write-routed';
+import { settleSealedHints } from '../storage/sealed-hint';
 
 // A writer bound to one table: seals generations into the store, sends the demand with
 // signal-with-start (so the first write also starts the table's workflow) in the
@@ -89,10 +90,11 @@ export class TableWriter {
     return writeRouted({ root: this.root, meta: this.meta, write: (shard, part) => this.write(shard, part) }, rows, onSealed);
   }
 
-  /** Flushes, and waits for a pressure query in flight: call before closing the client's connection. */
+  /** Flushes, and waits for a pressure query and SEALED.json hints in flight: call before closing the client's connection. */
   async close(): Promise<{ signalError?: string }> {
     const r = await this.flush();
     await this.refreshing;
+    await settleSealedHints();
     return r;
   }
 

@@ -3,7 +3,8 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type * as ArrowNs from 'apache-arrow';
-import { writeFilesAtomic } from './atomic-file';
+import { writeFileAtomic } from './atomic-file';
+import { CHECKSUM_KEY, embeddedChecksumProblem, encodeChecksummed, withoutChecksum } from './ipc-checksum';
 
 // The file helpers live in atomic-file.ts (which needs no Arrow, so modules that only
 // write JSON do not load apache-arrow); re-exported for the modules that use both.
@@ -43,33 +44,30 @@ export function toTable(data: ArrowTable | RecordBatch): ArrowTable {
   return data instanceof arrow.RecordBatch ? new arrow.Table([data]) : data;
 }
 
-// Arrow IPC has no checksum of its own: a flipped bit inside a column decodes as a
-// different value. Every IPC file written here gets a sidecar `<file>.sha256` holding
-// the digest and length of the whole file, in place (durably) no later than the file itself,
-// so a file that exists always has its sidecar. Readers verify when the sidecar exists;
-// files from before checksums existed have none and are only structurally checked.
+// Checksums live inside each file's schema metadata (ipc-checksum.ts). Files written
+// before that have a sidecar `<file>.sha256` (digest and length of the whole file),
+// still verified when present; gc removes it with its file.
 
 export const checksumFile = (file: string): string => `${file}.sha256`;
 const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
 
-/** Write a table or batch as an Arrow IPC file (file format, with footer) atomically, checksummed. */
+/** Encode a table or batch as a checksummed Arrow IPC file (file format, with footer). */
+export const encodeIpcFile = (data: ArrowTable | RecordBatch): Promise<Buffer> => encodeChecksummed(arrow, toTable(data));
+
+/** Write a table or batch as an Arrow IPC file atomically and durably, checksummed. */
 export async function writeIpcFileAtomic(file: string, data: ArrowTable | RecordBatch): Promise<{ bytes: number }> {
-  const bytes = arrow.tableToIPC(toTable(data), 'file');
-  // The sidecar is renamed into place before the file, so a file that exists has one.
-  await writeFilesAtomic([
-    { file: checksumFile(file), bytes: `${sha256(bytes)} ${bytes.byteLength}\n` },
-    { file, bytes },
-  ]);
+  const bytes = await encodeIpcFile(data);
+  await writeFileAtomic(file, bytes);
   return { bytes: bytes.byteLength };
 }
 
-/** Problem with the file's bytes against its sidecar, or null (also when there is none). */
-async function checksumProblem(file: string, buf: Uint8Array): Promise<string | null> {
+/** Problem with the file's bytes against its legacy sidecar, or null; undefined when there is none. */
+async function sidecarProblem(file: string, buf: Uint8Array): Promise<string | null | undefined> {
   let text: string;
   try {
     text = await fs.readFile(checksumFile(file), 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw err;
   }
   const m = /^([0-9a-f]{64}) (\d+)\s*$/.exec(text);
@@ -79,12 +77,21 @@ async function checksumProblem(file: string, buf: Uint8Array): Promise<string | 
   return null;
 }
 
+export interface ReadIpcOptions {
+  /**
+   * 'required' (the default: files Turnstile wrote) refuses a file with neither an
+   * embedded checksum nor a sidecar, since damage to the checksum's own metadata key
+   * would otherwise pass as "no checksum"; 'optional' is for files users hand in.
+   */
+  checksum?: 'required' | 'optional';
+}
+
 /**
  * Read an Arrow IPC file. The file format has the magic at both ends, so a truncated
  * file is caught before decoding; decoding errors are rethrown naming the file.
  * ENOENT is passed through unchanged so callers can tell "missing" from "corrupt".
  */
-export async function readIpcFile(file: string): Promise<ArrowTable> {
+export async function readIpcFile(file: string, opts: ReadIpcOptions = {}): Promise<ArrowTable> {
   const buf = await fs.readFile(file);
   // Smallest valid file: magic + padding (8) + footer length (4) + magic (6).
   if (buf.byteLength < 18) throw new CorruptArrowFileError(file, `only ${buf.byteLength} bytes`);
@@ -92,7 +99,10 @@ export async function readIpcFile(file: string): Promise<ArrowTable> {
   if (!buf.subarray(buf.byteLength - 6).equals(MAGIC)) {
     throw new CorruptArrowFileError(file, 'no trailing ARROW1 magic: truncated');
   }
-  const changed = await checksumProblem(file, buf);
+  // Checked before decoding: Arrow's decoder can spin for seconds on a damaged length.
+  let changed = embeddedChecksumProblem(buf);
+  if (changed === undefined) changed = await sidecarProblem(file, buf);
+  if (changed === undefined && opts.checksum !== 'optional') changed = `no checksum (${CHECKSUM_KEY} metadata or ${path.basename(checksumFile(file))}): damaged, or not written by Turnstile`;
   if (changed) throw new CorruptArrowFileError(file, changed);
   let table: ArrowTable;
   try {
@@ -100,6 +110,7 @@ export async function readIpcFile(file: string): Promise<ArrowTable> {
   } catch (err) {
     throw new CorruptArrowFileError(file, err instanceof Error ? err.message : String(err));
   }
+  table = withoutChecksum(arrow, table);
   if (table.schema.fields.length === 0) throw new CorruptArrowFileError(file, 'no columns');
   return table;
 }

@@ -32,6 +32,7 @@ export async function fsyncDir(dir: string): Promise<void> {
   }
 }
 
+
 /** Write and fsync a new file (the caller renames it into place). */
 async function writeDurable(file: string, bytes: Uint8Array | string): Promise<void> {
   const handle = await fs.open(file, 'wx');
@@ -67,3 +68,27 @@ export async function writeFilesAtomic(files: readonly { file: string; bytes: Ui
  * crash: temp file, fsync, rename, fsync of the directory (makes the rename durable).
  */
 export const writeFileAtomic = (file: string, bytes: Uint8Array | string): Promise<void> => writeFilesAtomic([{ file, bytes }]);
+
+/**
+ * Create `file` durably only if no file of that name exists: the temp file is written
+ * and fsynced, then hard-linked to its name (link fails with EEXIST instead of
+ * replacing, so of several processes racing for one name exactly one wins), then the
+ * directory is fsynced. Returns false, leaving nothing behind, when the name was taken.
+ */
+export async function createFileExclusive(file: string, bytes: Uint8Array | string): Promise<boolean> {
+  const tmp = tempPathFor(file);
+  let linked = false;
+  try {
+    await writeDurable(tmp, bytes);
+    await fs.link(tmp, file);
+    linked = true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  } finally {
+    // The unlink and the directory fsync overlap: the name made durable is the link.
+    const unlinked = fs.rm(tmp, { force: true });
+    if (linked) await fsyncDir(path.dirname(file));
+    await unlinked;
+  }
+  return linked;
+}

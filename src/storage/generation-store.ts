@@ -1,13 +1,13 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { SEQ_COLUMN, validateShardName } from '../names';
-import { arrow, writeIpcFileAtomic, type ArrowTable } from './arrow';
-import { readTextIfExists, tempPathFor } from './atomic-file';
+import { arrow, encodeIpcFile, type ArrowTable } from './arrow';
+import { createFileExclusive, readTextIfExists } from './atomic-file';
 import { readGcFloor } from './gc-floor';
 import { checkTableSchema } from './table-schema';
-import { withFileLock } from './file-lock';
+import { offerSealedHint } from './sealed-hint';
 import { generationFile, parseGenerationName, sealedFile, shardDir, tableLayout } from './layout';
-import { checkKeyColumn, tableFromRows, withSeqColumn, type Row } from './records';
+import { checkKeyColumn, tableFromRows, withSeqColumn, withSeqSchema, type Row } from './records';
 import { shardOfKey } from './routing';
 import { readTableMeta, type TableMeta } from './table-meta';
 
@@ -50,8 +50,9 @@ export interface GenerationEntry {
 // into place (after fsync), so a seal costs one durable file write. SEALED.json is a
 // hint written after each seal (not fsynced: losing it costs a few stats), and
 // GC.json's floor covers what gc deleted. The sealed-through seq of a shard is the
-// highest seq reachable from max(hint, floor) through consecutive existing files. Seqs
-// are taken under the shard's lock, so files never have gaps above the floor.
+// highest seq reachable from max(hint, floor) through consecutive existing files. A
+// seq is only claimed as sealed-through + 1 by creating its file exclusively, so files
+// never have gaps above the floor.
 // `revision` is the number of seals, which equals the seq (both start at 0 and every
 // seal raises each by one); SEALED.json keeps the field for stores written before.
 
@@ -124,15 +125,20 @@ function assertRouting(table: ArrowTable, meta: TableMeta, shard: string): void 
 }
 
 export interface SealOptions {
-  lockTimeoutMs?: number;
   /** table.json as the caller read it: name, key and shards never change. */
   meta?: TableMeta;
 }
 
+/** A seq is claimed by creating its file; this many lost races in a row is an error. */
+const MAX_CLAIM_ATTEMPTS = 1000;
+
 /**
- * Seal one generation: under the shard's lock, seq = sealedThroughSeq + 1, then write
- * the file atomically and durably; once it is in place it is sealed. A crash before the
- * rename leaves only a temp file (gc removes it); the same seq is taken again.
+ * Seal one generation: seq = sealedThroughSeq + 1, and the file of that seq is created
+ * durably only if it does not exist yet (createFileExclusive), so racing sealers in
+ * other processes cannot take one seq twice: the loser probes again and retries with
+ * the next seq (its _seq column changes, so it encodes again). Sealers in one process
+ * queue per shard instead of racing. A crash before the link leaves only a temp file
+ * (gc removes it); the same seq is taken again.
  */
 export async function sealGeneration(
   root: string,
@@ -150,41 +156,48 @@ export async function sealGeneration(
   if (input.numRows === 0) throw new Error('no rows to seal');
   checkKeyColumn(input, meta.key, `table ${table} shard ${shard}`);
   assertRouting(input, meta, shard);
-  const ref = await checkTableSchema(root, table, withSeqColumn(input, 0, meta.key).schema);
+  const ref = await checkTableSchema(root, table, withSeqSchema(input.schema, meta.key));
   // Same column order in every generation, so prepared batches all match the Lance table.
   const order = ref.fields.filter((f) => f.name !== SEQ_COLUMN).map((f) => input.schema.fields.findIndex((x) => x.name === f.name));
-  input = input.selectAt(order);
+  const ordered = input.selectAt(order);
 
   const l = tableLayout(root, table);
   const dir = shardDir(l, shard);
-  if (!lastSealed.has(dir)) await fs.mkdir(dir, { recursive: true });
-  return withFileLock(
-    path.join(dir, 'SEAL.lock'),
-    async () => {
-      const seq = (await nextSeq(root, table, shard, dir)) ;
+  return inShardQueue(dir, async () => {
+    if (!lastSealed.has(dir)) await fs.mkdir(dir, { recursive: true });
+    for (let attempt = 0; attempt < MAX_CLAIM_ATTEMPTS; attempt++) {
+      // What this process sealed last is usually still the newest: try the next seq
+      // without probing; a lost race falls back to the full probe.
+      const mine = attempt === 0 ? lastSealed.get(dir) : undefined;
+      const seq = (mine ?? (await readShardSealed(root, table, shard)).sealedThroughSeq) + 1;
       const file = generationFile(l, shard, seq);
-      const { bytes } = await writeIpcFileAtomic(file, withSeqColumn(input, seq, meta.key));
+      const bytes = await encodeIpcFile(withSeqColumn(ordered, seq, meta.key));
+      if (!(await createFileExclusive(file, bytes))) continue;
       lastSealed.set(dir, seq);
-      // A hint (see readShardSealed), renamed so readers never see it torn, not fsynced.
-      // Written every seal: a generation file lost below it is then reported missing by
-      // the merge that needs it, instead of silently ending what counts as sealed.
-      const hint = tempPathFor(sealedFile(l, shard));
-      await fs.writeFile(hint, JSON.stringify({ sealedThroughSeq: seq, revision: seq }), { flag: 'wx' });
-      await fs.rename(hint, sealedFile(l, shard));
-      return { seq, revision: seq, path: file, rows: input.numRows, bytes };
-    },
-    { timeoutMs: opts.lockTimeoutMs },
-  );
+      // Written every seal (in the background): a generation file lost below it is then
+      // reported missing by the merge that needs it, instead of silently ending what
+      // counts as sealed.
+      offerSealedHint(sealedFile(l, shard), seq);
+      return { seq, revision: seq, path: file, rows: ordered.numRows, bytes: bytes.byteLength };
+    }
+    throw new Error(`${dir}: lost the race for a seq ${MAX_CLAIM_ATTEMPTS} times in a row to other sealers`);
+  });
 }
 
-/** What this process sealed last per shard directory: the next seal checks one file instead of probing. */
+/** What this process sealed last per shard directory. */
 const lastSealed = new Map<string, number>();
 
-async function nextSeq(root: string, table: string, shard: string, dir: string): Promise<number> {
-  const mine = lastSealed.get(dir);
-  // Another process may have sealed since: then mine + 1 exists and the full probe runs.
-  if (mine !== undefined && !(await exists(generationFile(tableLayout(root, table), shard, mine + 1)))) return mine + 1;
-  return (await readShardSealed(root, table, shard)).sealedThroughSeq + 1;
+/** Per shard directory, the tail of this process's queue of seals. */
+const queues = new Map<string, Promise<unknown>>();
+
+function inShardQueue<T>(dir: string, fn: () => Promise<T>): Promise<T> {
+  const run = (queues.get(dir) ?? Promise.resolve()).then(fn, fn);
+  const tail = run.catch(() => undefined);
+  queues.set(dir, tail);
+  void tail.then(() => {
+    if (queues.get(dir) === tail) queues.delete(dir);
+  });
+  return run;
 }
 
 /** The generation files fromSeq..toSeq in seq order; missing ones have bytes null. */

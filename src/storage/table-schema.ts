@@ -1,7 +1,6 @@
-import fs from 'node:fs/promises';
 import path from 'node:path';
-import { arrow, readIpcFile, type Schema } from './arrow';
-import { tempPathFor } from './atomic-file';
+import { arrow, encodeIpcFile, readIpcFile, type Schema } from './arrow';
+import { createFileExclusive } from './atomic-file';
 import { tableLayout } from './layout';
 
 // The table's column schema, fixed by its first seal (`<meta>/schema.arrow`, an Arrow
@@ -20,7 +19,8 @@ function sameColumns(a: Schema, b: Schema): boolean {
 
 async function readSchema(file: string): Promise<Schema | null> {
   try {
-    return (await readIpcFile(file)).schema;
+    // Optional: schema files written before checksums were embedded have none.
+    return (await readIpcFile(file, { checksum: 'optional' })).schema;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;
@@ -35,15 +35,8 @@ export async function checkTableSchema(root: string, table: string, schema: Sche
   const file = schemaFile(root, table);
   let ref = known.get(file) ?? (await readSchema(file));
   if (!ref) {
-    const tmp = tempPathFor(file);
-    await fs.writeFile(tmp, arrow.tableToIPC(new arrow.Table(schema), 'file'), { flag: 'wx' });
-    try {
-      await fs.link(tmp, file); // first sealer wins; a concurrent one compares with it
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    } finally {
-      await fs.rm(tmp, { force: true });
-    }
+    // Durable and exclusive: the first sealer wins; a concurrent one compares with it.
+    await createFileExclusive(file, await encodeIpcFile(new arrow.Table(schema)));
     ref = await readSchema(file);
     if (!ref) throw new Error(`${file}: vanished right after it was written`);
   }

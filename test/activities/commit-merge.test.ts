@@ -22,7 +22,7 @@ async function rowsAppliedInOrder(gens: number, ranges: [number, number][]): Pro
     for (const [from, to] of ranges) await prepareAndCommit(g, 's0', from, to);
     return await tableRows(g);
   } finally {
-    g.cleanup();
+    await g.cleanup();
   }
 }
 

@@ -44,11 +44,13 @@ describe('gc', () => {
     );
     expect(plan.tempFiles.sort()).toEqual([oldTemp, oldLanceTmp].sort());
 
+    // Checksum sidecars of files written before checksums moved into the files.
+    for (const p of [...plan.files, path.join(l.prepared, 's0-4-5.arrow')]) fs.writeFileSync(checksumFile(p), 'legacy');
     const r = await run(f.acts.gc, [{ table: f.table, ...plan }]);
     expect(r.deleted).toBe(10);
     expect(r.bytesFreed).toBeGreaterThan(0);
     for (const p of [...plan.files, ...plan.tempFiles]) expect(fs.existsSync(p)).toBe(false);
-    // Checksum sidecars go with their files, and stay with the files that stay.
+    // Legacy sidecars go with their files, and stay with the files that stay.
     for (const p of plan.files) expect(fs.existsSync(checksumFile(p)), checksumFile(p)).toBe(false);
     expect(fs.existsSync(checksumFile(path.join(l.prepared, 's0-4-5.arrow')))).toBe(true);
     expect(fs.existsSync(newTemp)).toBe(true);

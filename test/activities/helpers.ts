@@ -9,6 +9,7 @@ import { shardNames } from '../../src/names';
 import { createTableMeta, sealGeneration } from '../../src/storage/generation-store';
 import { openLanceTable } from '../../src/storage/lance-table';
 import { generateRows } from '../../src/writer';
+import { settleSealedHints } from '../../src/storage/sealed-hint';
 
 // Shared set-up for activity tests: a temp storage root with one table, and a way to
 // run one activity under a fresh MockActivityEnvironment (with the workers' activity
@@ -32,7 +33,10 @@ export async function makeFixture(opts: { shards?: number; indices?: IndexSpec[]
     table,
     shards,
     acts: createActivities({ dataRoot: root, ...opts.deps }),
-    cleanup: () => fs.rmSync(root, { recursive: true, force: true }),
+    cleanup: async () => {
+      await settleSealedHints(); // a hint written in the background would race the removal
+      fs.rmSync(root, { recursive: true, force: true });
+    },
   };
 }
 

@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,13 +16,18 @@ import {
 } from '../../src/storage/generation-store';
 import { generationFile, sealedFile, shardDir, tableLayout, TEMP_MARKER } from '../../src/storage/layout';
 import { raiseGcFloor } from '../../src/storage/gc-floor';
+import { createFileExclusive } from '../../src/storage/atomic-file';
+import { settleSealedHints } from '../../src/storage/sealed-hint';
 
 let root: string;
 beforeEach(async () => {
   root = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-store-'));
   await createTableMeta(root, { name: 't', key: 'id', shards: ['s0'], indices: [] });
 });
-afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
+afterEach(async () => {
+  await settleSealedHints(); // a hint written in the background would race the removal
+  fs.rmSync(root, { recursive: true, force: true });
+});
 
 function runChild(args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -37,6 +42,7 @@ function runChild(args: string[]): Promise<void> {
 }
 
 async function expectDense(n: number): Promise<void> {
+  await settleSealedHints();
   const snap = await readSealed(root, 't');
   expect(snap.shards).toEqual([{ shard: 's0', sealedThroughSeq: n, revision: n }]);
   const gens = await listGenerations(root, 't', 's0', 1, n);
@@ -75,24 +81,33 @@ describe('generation store', () => {
     await expectDense(24);
   }, 60_000);
 
-  it('a lock left by a dead process is broken', async () => {
-    const dead = spawnSync(process.execPath, ['-e', '0']).pid as number;
-    const lock = path.join(shardDir(tableLayout(root, 't'), 's0'), 'SEAL.lock');
-    fs.writeFileSync(lock, JSON.stringify({ pid: dead, host: os.hostname(), token: 'x', at: 0 }));
-    const r = await sealGeneration(root, 't', 's0', [{ id: 1, value: 'a', n: 1 }], { lockTimeoutMs: 5000 });
-    expect(r.seq).toBe(1);
-    expect(fs.existsSync(lock)).toBe(false);
-  });
+  it('a seq another process sealed meanwhile is skipped: the file written carries its own seq', async () => {
+    await sealGeneration(root, 't', 's0', [{ id: 1, value: 'mine', n: 1 }]); // this process now expects seq 2 next
+    await runChild([root, 't', 's0', '2', 'other']); // seals 2 and 3
+    const r = await sealGeneration(root, 't', 's0', [{ id: 1, value: 'mine', n: 4 }]);
+    expect(r.seq).toBe(4);
+    const t = await readIpcFile(r.path);
+    expect([...(t.getChild(SEQ_COLUMN)!.toArray() as BigInt64Array)]).toEqual([4n]);
+    expect(t.getChild('value')!.get(0)).toBe('mine');
+    expect((await readIpcFile(generationFile(tableLayout(root, 't'), 's0', 2))).getChild('value')!.get(0)).toBe('other-0');
+    await expectDense(4);
+  }, 60_000);
 
-  it('a lock held by a live process makes the sealer wait, then time out clearly', async () => {
-    const lock = path.join(shardDir(tableLayout(root, 't'), 's0'), 'SEAL.lock');
-    fs.writeFileSync(lock, JSON.stringify({ pid: process.pid, host: os.hostname(), token: 'x', at: 0 }));
-    await expect(sealGeneration(root, 't', 's0', [{ id: 1 }], { lockTimeoutMs: 200 })).rejects.toThrow(/SEAL.lock: still locked/);
+  it('of sealers racing for one file name exactly one creates it; the others leave nothing behind', async () => {
+    const dir = shardDir(tableLayout(root, 't'), 's0');
+    fs.mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, 'race.bin');
+    const won = await Promise.all(Array.from({ length: 12 }, (_, i) => createFileExclusive(file, `writer ${i}`)));
+    expect(won.filter(Boolean)).toHaveLength(1);
+    expect(fs.readFileSync(file, 'utf8')).toBe(`writer ${won.indexOf(true)}`);
+    expect(fs.readdirSync(dir)).toEqual(['race.bin']);
   });
 
   it('a crash before the rename is invisible: the next seal takes the same seq', async () => {
     await sealGeneration(root, 't', 's0', [{ id: 1, value: 'a', n: 1 }]);
-    // What a crash mid-seal leaves: a temp file, the seq-2 sidecar (renamed first), a torn hint.
+    // What a crash mid-seal leaves: a temp file and a torn hint (and, from versions that
+    // wrote checksum sidecars, the seq-2 sidecar).
+    await settleSealedHints();
     const l = tableLayout(root, 't');
     const dir = shardDir(l, 's0');
     fs.writeFileSync(path.join(dir, `${TEMP_MARKER}123-ab-000000000002.arrow`), 'half');
@@ -108,6 +123,7 @@ describe('generation store', () => {
     await sealGeneration(root, 't', 's0', [{ id: 1, value: 'a', n: 1 }]);
     await sealGeneration(root, 't', 's0', [{ id: 1, value: 'b', n: 2 }]);
     const l = tableLayout(root, 't');
+    await settleSealedHints();
     fs.writeFileSync(sealedFile(l, 's0'), JSON.stringify({ sealedThroughSeq: 1, revision: 1 }));
     expect((await readSealed(root, 't')).shards[0]).toEqual({ shard: 's0', sealedThroughSeq: 2, revision: 2 });
     expect((await sealGeneration(root, 't', 's0', [{ id: 1, value: 'c', n: 3 }])).seq).toBe(3);
@@ -118,6 +134,7 @@ describe('generation store', () => {
     const l = tableLayout(root, 't');
     await raiseGcFloor(root, 't', 's0', 3);
     for (let seq = 1; seq <= 3; seq++) fs.rmSync(generationFile(l, 's0', seq));
+    await settleSealedHints();
     fs.rmSync(sealedFile(l, 's0'));
     expect((await readSealed(root, 't')).shards[0]!.sealedThroughSeq).toBe(3);
     expect((await sealGeneration(root, 't', 's0', [{ id: 1, value: 'd', n: 4 }])).seq).toBe(4);

@@ -7,6 +7,7 @@ import { arrow, readIpcFile, type ArrowTable, type DataType } from '../../src/st
 import { createTableMeta, readTableMeta, sealGeneration } from '../../src/storage/generation-store';
 import { shardOfKey } from '../../src/storage/routing';
 import { castToSchema, castsLosslessly, generateRows, RowsRejectedError, splitByShard, writeGeneration, writeRouted } from '../../src/writer';
+import { settleSealedHints } from '../../src/storage/sealed-hint';
 
 // Writes without a shard: lossless casts to the table's schema and routing of every
 // row to its shard, on real Arrow tables and a real generation store.
@@ -116,7 +117,10 @@ describe('writeRouted', () => {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-routed-'));
     await createTableMeta(root, { name: 't', key: 'id', shards, indices: [] });
   });
-  afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
+  afterEach(async () => {
+    await settleSealedHints(); // a hint written in the background would race the removal
+    fs.rmSync(root, { recursive: true, force: true });
+  });
 
   it('seals one generation per owning shard, cast to the schema the first seal fixed', async () => {
     await sealGeneration(root, 't', 's0', generateRows({ keys: [0, 99], count: 3, shard: 's0', shards, seed: 1 }));

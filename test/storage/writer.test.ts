@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTableMeta, readSealed } from '../../src/storage/generation-store';
 import { shardOfKey } from '../../src/storage/routing';
 import { generateRows, OverBacklogError, writeGeneration, type Demand } from '../../src/writer';
+import { settleSealedHints } from '../../src/storage/sealed-hint';
 
 const shards = ['s0', 's1', 's2', 's3'];
 let root: string;
@@ -12,7 +13,10 @@ beforeEach(async () => {
   root = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-writer-'));
   await createTableMeta(root, { name: 't', key: 'id', shards, indices: [] });
 });
-afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
+afterEach(async () => {
+  await settleSealedHints(); // a hint written in the background would race the removal
+  fs.rmSync(root, { recursive: true, force: true });
+});
 
 const rows = (seed = 1) => generateRows({ keys: [0, 99], count: 5, shard: 's2', shards, seed });
 

@@ -10,6 +10,7 @@ import { connectClient } from '../../src/client/connect';
 import { TableClient } from '../../src/client/table-client';
 import { createWorker, workflowBundle } from '../../src/worker/create-worker';
 import type { ActivityDeps } from '../../activities';
+import { settleSealedHints } from '../../src/storage/sealed-hint';
 
 // An integration-test harness against the real server of global-setup.ts: a temporary
 // storage root, a unique task queue, real workers, a client. Names are unique per test.
@@ -75,6 +76,7 @@ export async function startHarness(opts: { name: string; deps?: Partial<Activity
     async close() {
       for (const w of [...running.keys()]) await stopWorker(w);
       await client.connection.close();
+      await settleSealedHints(); // a hint written in the background would race the removal
       fs.rmSync(dataRoot, { recursive: true, force: true });
     },
   };

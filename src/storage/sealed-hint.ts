@@ -1,0 +1,63 @@
+import fs from 'node:fs/promises';
+import { tempPathFor } from './atomic-file';
+
+// SEALED.json is a hint (see generation-store.ts): it bounds the probe for the
+// sealed-through seq and makes a generation file lost below it show up as missing. A
+// seal does not wait for it: it is written in the background, one write in flight per
+// file, coalesced to the highest seq offered, renamed so readers never see it torn and
+// not fsynced (a stale hint only costs a few stats). Losing the last hints of a
+// process that exits is harmless for the same reason; `settleSealedHints` lets a CLI or
+// a test wait for them.
+
+interface Pending {
+  seq: number;
+  written: number;
+  running: Promise<void> | null;
+}
+
+const pending = new Map<string, Pending>();
+
+async function writeHint(file: string, seq: number): Promise<void> {
+  const tmp = tempPathFor(file);
+  await fs.writeFile(tmp, JSON.stringify({ sealedThroughSeq: seq, revision: seq }), { flag: 'wx' });
+  await fs.rename(tmp, file);
+}
+
+/** Writes until the hint is current; false when a write failed. */
+async function drain(file: string, p: Pending): Promise<boolean> {
+  while (p.seq > p.written) {
+    const seq = p.seq;
+    try {
+      await writeHint(file, seq);
+    } catch {
+      // A hint that cannot be written (directory removed, disk full) is not an error of
+      // the seal that is already durable; the next seal tries again.
+      return false;
+    }
+    p.written = seq;
+  }
+  return true;
+}
+
+/** Records `seq` as sealed in `file` (SEALED.json) in the background. */
+export function offerSealedHint(file: string, seq: number): void {
+  let p = pending.get(file);
+  if (!p) pending.set(file, (p = { seq: 0, written: 0, running: null }));
+  p.seq = Math.max(p.seq, seq);
+  if (p.running) return;
+  p.running = drain(file, p).then((ok) => {
+    p.running = null;
+    if (!ok) return; // kept: the next offer writes again
+    if (p.seq > p.written) offerSealedHint(file, p.seq); // offered after the loop ended
+    else if (pending.get(file) === p) pending.delete(file);
+  });
+}
+
+/** Waits until every hint offered so far was written (or failed). */
+export async function settleSealedHints(): Promise<void> {
+  for (;;) {
+    const running = [...pending.values()].map((p) => p.running).filter((r): r is Promise<void> => r !== null);
+    if (running.length === 0) return;
+    await Promise.all(running);
+  }
+}

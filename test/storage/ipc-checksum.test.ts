@@ -1,0 +1,67 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import { arrow, checksumFile, CorruptArrowFileError, readIpcFile, writeIpcFileAtomic } from '../../src/storage/arrow';
+import { CHECKSUM_KEY } from '../../src/storage/ipc-checksum';
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-checksum-'));
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+let n = 0;
+
+const tableOf = (ids: number[], values: string[]) =>
+  arrow.tableFromArrays({ id: Float64Array.from(ids), value: values });
+
+describe('checksum embedded in Arrow IPC files', () => {
+  it('reads back what was written, without the checksum key, and with no sidecar', async () => {
+    const file = path.join(dir, `${n++}.arrow`);
+    // Column values that look like a digest or the zeros it is computed over change nothing.
+    const values = ['0'.repeat(64), 'f'.repeat(64), CHECKSUM_KEY];
+    await writeIpcFileAtomic(file, tableOf([1, 2, 3], values));
+    const t = await readIpcFile(file);
+    expect(t.getChild('value')!.toArray()).toEqual(values);
+    expect([...t.schema.metadata.keys()]).toEqual([]);
+    expect(fs.existsSync(checksumFile(file))).toBe(false);
+    expect(arrow.tableFromIPC(fs.readFileSync(file)).schema.metadata.get(CHECKSUM_KEY)).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('any single changed byte is refused, never decoded into other content', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.tuple(fc.integer(), fc.string({ maxLength: 12 })), { minLength: 1, maxLength: 40 }),
+        fc.nat(),
+        fc.integer({ min: 1, max: 255 }),
+        async (rows, where, xor) => {
+          const file = path.join(dir, `${n++}.arrow`);
+          await writeIpcFileAtomic(file, tableOf(rows.map((r) => r[0]), rows.map((r) => r[1])));
+          const bytes = fs.readFileSync(file);
+          const at = where % bytes.length;
+          bytes[at] = bytes[at]! ^ xor;
+          fs.writeFileSync(file, bytes);
+          await expect(readIpcFile(file)).rejects.toBeInstanceOf(CorruptArrowFileError);
+          fs.rmSync(file);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('files from before, with a sidecar and no embedded checksum, are still verified by the sidecar', async () => {
+    const file = path.join(dir, `${n++}.arrow`);
+    const bytes = arrow.tableToIPC(tableOf([1], ['legacy']), 'file');
+    fs.writeFileSync(file, bytes);
+    const { createHash } = await import('node:crypto');
+    fs.writeFileSync(checksumFile(file), `${createHash('sha256').update(bytes).digest('hex')} ${bytes.byteLength}\n`);
+    expect((await readIpcFile(file)).getChild('value')!.get(0)).toBe('legacy');
+    fs.writeFileSync(checksumFile(file), `${'0'.repeat(64)} ${bytes.byteLength}\n`);
+    await expect(readIpcFile(file)).rejects.toThrow(/sha256 differs/);
+  });
+
+  it('a file with no checksum at all is refused, unless the caller reads a file a user handed in', async () => {
+    const file = path.join(dir, `${n++}.arrow`);
+    fs.writeFileSync(file, arrow.tableToIPC(tableOf([1], ['plain']), 'file'));
+    await expect(readIpcFile(file)).rejects.toThrow(/no checksum/);
+    expect((await readIpcFile(file, { checksum: 'optional' })).getChild('value')!.get(0)).toBe('plain');
+  });
+});
