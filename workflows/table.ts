@@ -11,8 +11,7 @@ import {
 import { applyOverride, defaultPolicy, type PolicyOverride } from '../src/config/policy-schema';
 import { carryOver, initialState, statusView, stepAll, upgradeState, type CarriedState } from '../src/policy';
 import type { Decision, PolicyEvent, TableState } from '../src/policy/types';
-import { awaitMergedSchema, bumpSchema, demandSchema, demandsSchema, pauseSchema } from '../src/wire';
-import { formatZodError } from '../src/zod-format';
+import { checkAwaitMerged, checkSignal, type SignalName } from '../src/message-check';
 import * as msg from './messages';
 import { commitUnit, prepareUnit, runSnapshot } from './run-unit';
 import { Alarm } from './alarm';
@@ -30,9 +29,13 @@ export interface TableWorkflowArgs {
   continueAsNewAtEvents?: number;
   /** Tests only: bound of the signal inbox (default MAX_INBOX). */
   maxInbox?: number;
+  /** Tests only: bound of one awaitMerged wait (default AWAIT_MERGED_BOUND_SECS). */
+  awaitMergedBoundSecs?: number;
 }
 
 const MAX_INBOX = 10_000;
+/** Longest an awaitMerged update waits before answering "not yet" (README: hostile clients). */
+export const AWAIT_MERGED_BOUND_SECS = 20;
 
 /**
  * The table workflow, id `table/<name>`: a thin shell around the pure core in
@@ -54,6 +57,9 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   // Grouped merge commits (src/policy/evaluate.ts) change which commits a run makes, so
   // runs recorded before them replay without.
   st = { ...st, groupMerges: patched('group-merge-commits') };
+  // Signals checked against the table, and awaitMerged answered within a bound (issue 11,
+  // "hostile clients"): the bound arms a timer, so runs recorded before it replay without.
+  const hostileChecks = patched('hostile-clients');
   const stalled = new Set(args.carried?.stalled ?? []);
   const inbox: PolicyEvent[] = [{ type: 'timer' }];
   const alarm = new Alarm();
@@ -64,39 +70,30 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   // Activity results are always queued (the turn depends on them); operator and writer
   // signals are bounded, and a dropped demand is recovered by the periodic snapshot.
   const push = (ev: PolicyEvent) => inbox.push(ev);
+  const reject = (why: string) => {
+    log.warn(`signal dropped: ${why}`);
+    // Counting changes no command, but runs from before the checks keep their state as recorded.
+    if (hostileChecks) st = { ...st, counters: { ...st.counters, rejectedSignals: (st.counters.rejectedSignals ?? 0) + 1 } };
+  };
   const pushSignal = (ev: PolicyEvent) => {
     if (inbox.length < (args.maxInbox ?? MAX_INBOX)) inbox.push(ev);
-    else log.warn('inbox full, signal dropped (the periodic snapshot recovers demand)', { type: ev.type });
+    else reject(`inbox full (${inbox.length}), ${ev.type} dropped (the periodic snapshot recovers demand)`);
   };
   const now = () => Date.now();
 
   // ---- handlers: validate, then queue an event; never throw into the workflow task ----
-  setHandler(msg.demand, (d) => {
-    const r = demandSchema.safeParse(d);
-    if (r.success) pushSignal({ type: 'demand', ...r.data });
-    else log.warn('invalid demand signal ignored', { error: formatZodError(r.error) });
-  });
-  setHandler(msg.demands, (ds) => {
-    const r = demandsSchema.safeParse(ds);
-    if (r.success) for (const d of r.data) pushSignal({ type: 'demand', ...d });
-    else log.warn('invalid demands signal ignored', { error: formatZodError(r.error) });
-  });
-  setHandler(msg.bump, (b) => {
-    const r = bumpSchema.safeParse(b);
-    if (!r.success) return log.warn('invalid bump signal ignored', { error: formatZodError(r.error) });
-    const target = r.data.kind ? { kind: r.data.kind } : { unitId: r.data.unitId! };
-    pushSignal({ type: 'bump', bump: { target, class: r.data.class, reason: r.data.reason, expiresAtMs: now() + r.data.forSecs * 1000 } });
-  });
-  setHandler(msg.pause, (p) => {
-    const r = pauseSchema.safeParse(p ?? {});
-    if (r.success) pushSignal({ type: 'pause', kind: r.data.kind });
-    else log.warn('invalid pause signal ignored', { error: formatZodError(r.error) });
-  });
-  setHandler(msg.resume, (p) => {
-    const r = pauseSchema.safeParse(p ?? {});
-    if (r.success) pushSignal({ type: 'resume', kind: r.data.kind });
-    else log.warn('invalid resume signal ignored', { error: formatZodError(r.error) });
-  });
+  // Each signal is checked for shape and against the table (src/message-check.ts); what
+  // fails is dropped, logged and counted (status: counters.rejectedSignals).
+  const onSignal = (name: SignalName) => (raw: unknown) => {
+    const r = checkSignal(st, name, raw, now(), { pending: inbox, againstTable: hostileChecks });
+    for (const ev of r.events) pushSignal(ev);
+    for (const why of r.rejected) reject(why);
+  };
+  setHandler(msg.demand, onSignal('demand'));
+  setHandler(msg.demands, onSignal('demands'));
+  setHandler(msg.bump, onSignal('bump'));
+  setHandler(msg.pause, onSignal('pause'));
+  setHandler(msg.resume, onSignal('resume'));
   setHandler(
     msg.setPolicy,
     (override) => {
@@ -117,14 +114,18 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
     async (req) => {
       const merged = () => st.shards.find((s) => s.shard === req.shard)?.mergedThroughSeq ?? 0;
       // Before continue-as-new this run stops waiting; the client repeats the update
-      // against the new run (see src/client/merge-waiter.ts).
-      await condition(() => merged() >= req.seq || draining);
+      // against the new run (see src/client/merge-waiter.ts). An update holds one of the
+      // workflow's few in-flight update slots while it waits, so it is answered ("not
+      // yet": merged false) after a bound and the client asks again.
+      const done = () => merged() >= req.seq || draining;
+      if (!hostileChecks) await condition(done);
+      else if (!done()) await condition(done, (args.awaitMergedBoundSecs ?? AWAIT_MERGED_BOUND_SECS) * 1000);
       return { shard: req.shard, seq: req.seq, mergedThroughSeq: merged(), version: st.version, merged: merged() >= req.seq };
     },
     {
       validator: (req) => {
-        const r = awaitMergedSchema.safeParse(req);
-        if (!r.success) throw ApplicationFailure.nonRetryable(`awaitMerged: ${formatZodError(r.error)}`, 'InvalidRequest');
+        const why = checkAwaitMerged(st, req);
+        if (why !== null) throw ApplicationFailure.nonRetryable(why, 'InvalidRequest');
       },
     },
   );

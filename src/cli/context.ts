@@ -3,6 +3,7 @@ import path from 'node:path';
 import { loadConfig, type Config } from '../config/config-schema';
 import { connectClient } from '../client/connect';
 import { TableClient } from '../client/table-client';
+import { MAX_PAYLOAD_BYTES, payloadProblem } from '../payload-limit';
 import { UsageError } from './args';
 
 // Everything at the edge: the config file (TURNSTILE_CONFIG) and environment are read
@@ -34,10 +35,19 @@ export async function tableClient(config: Config): Promise<TableClient> {
   return new TableClient(client, config.temporal.taskQueue);
 }
 
+/** A JSON input file (a policy): unreadable, not JSON, or over the payload limits is bad input, refused before sending. */
 export function readJsonFile(p: string, what: string): unknown {
+  let value: unknown;
   try {
-    return JSON.parse(fs.readFileSync(p, 'utf8'));
+    // The size first: a huge file is refused without reading it.
+    const bytes = fs.statSync(p).size;
+    if (bytes > MAX_PAYLOAD_BYTES) throw new UsageError(`${what}: ${p} is ${bytes} bytes; accepted: at most ${MAX_PAYLOAD_BYTES} (Temporal's payload limit)`);
+    value = JSON.parse(fs.readFileSync(p, 'utf8'));
   } catch (e) {
+    if (e instanceof UsageError) throw e;
     throw new UsageError(`${what}: cannot read JSON from ${p}: ${(e as Error).message.split('\n')[0]}`);
   }
+  const tooLarge = payloadProblem(`${what}: ${p}`, value);
+  if (tooLarge !== null) throw new UsageError(tooLarge);
+  return value;
 }

@@ -24,7 +24,9 @@ export function formatStatus(s: StatusView): string {
   if (s.preparing.length) lines.push('preparing:', ...s.preparing.map((u) => `  ${preparingLine(u)}`));
   if (s.queue.length) lines.push('queue:', ...s.queue.map((q) => `  ${q.unitId}  class ${q.class}  waited ${q.waitedSecs} s  ${q.reason}`));
   const c = s.counters;
-  lines.push(`turns: ${Object.entries(c.turns).map(([k, n]) => `${k} ${n}`).join(', ')}  stalls ${c.stalls}  retries ${c.retries}`);
+  // Rejected signals only when there were any (a buggy or hostile client is about).
+  const rejected = c.rejectedSignals ? `  rejected signals ${c.rejectedSignals}` : '';
+  lines.push(`turns: ${Object.entries(c.turns).map(([k, n]) => `${k} ${n}`).join(', ')}  stalls ${c.stalls}  retries ${c.retries}${rejected}`);
   // Absent from the state of workflows running older code.
   if (s.snapshot) lines.push(`snapshot: every ${s.snapshot.everySecs} s, ${s.snapshot.running ? 'running' : `next in ${Math.round(s.snapshot.nextInSecs ?? 0)} s`}`);
   return lines.join('\n');

@@ -1,6 +1,7 @@
 import { CommanderError, type Command } from 'commander';
 import { UsageError } from './args';
 import { buildProgram } from './program';
+import { EXIT_OVER_BACKLOG } from './exit-codes';
 
 // `turnstile <command>`: the command line of the README. Every bad input, whether the
 // parser's (unknown option, missing argument) or a command's (a value out of range, an
@@ -53,16 +54,31 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
+/**
+ * Exit status and line of a failure: 2 for bad input of any kind (flags, files, names, a
+ * request the client or the workflow's validator refuses), EXIT_OVER_BACKLOG for a seal
+ * refused at hardBacklog (retryable, so a script can tell it apart), 1 for the rest.
+ */
+function failure(e: unknown): { message: string; code: number } {
+  const err = e instanceof Error ? (e as Error & { cause?: Error & { type?: string } }) : null;
+  const message = err ? err.message : String(e);
+  if (err?.name === 'OverBacklogError') return { message, code: EXIT_OVER_BACKLOG };
+  // A table name without a workflow is bad input too.
+  if (err?.name === 'WorkflowNotFoundError') {
+    return { message: `${message.split('\n')[0]}: no such table workflow; create the table with "turnstile table create", or check TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE`, code: 2 };
+  }
+  // An update the workflow's validator refused: its reason is the line.
+  if (err?.name === 'WorkflowUpdateFailedError' && (err.cause?.type === 'InvalidRequest' || err.cause?.type === 'InvalidPolicy')) return { message: err.cause.message, code: 2 };
+  return { message, code: e instanceof UsageError || err?.name === 'RequestRefusedError' ? 2 : 1 };
+}
+
 main(process.argv.slice(2)).then(
   () => {
     if (process.argv[2] !== 'dev' && process.argv[2] !== 'worker') process.exit(0);
   },
   (e: unknown) => {
-    let msg = e instanceof Error ? e.message : String(e);
-    // A table name without a workflow is bad input too.
-    const noTable = e instanceof Error && e.name === 'WorkflowNotFoundError';
-    if (noTable) msg = `${msg.split('\n')[0]}: no such table workflow; create the table with "turnstile table create", or check TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE`;
-    console.error(`turnstile: ${msg.split('\n')[0]}`);
-    process.exit(e instanceof UsageError || noTable ? 2 : 1);
+    const { message, code } = failure(e);
+    console.error(`turnstile: ${message.split('\n')[0]}`);
+    process.exit(code);
   },
 );

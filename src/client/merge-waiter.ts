@@ -3,6 +3,8 @@ import { workflowIdForTable } from '../names';
 import { formatZodError } from '../zod-format';
 import { awaitMergedSchema, type AwaitMergedResult } from '../wire';
 import * as msg from '../../workflows/messages';
+import { retryWhileBusy } from './busy-retry';
+import { RequestRefusedError } from './refused';
 
 /** Asks while a run closes for continue-as-new: 100 x 100 ms, far more than a new run takes to start. */
 const RUN_ENDING_RETRIES = 100;
@@ -28,7 +30,7 @@ export class MergeWaiter {
 
   wait(table: string, shard: string, seq: number): Promise<AwaitMergedResult> {
     const r = awaitMergedSchema.safeParse({ shard, seq });
-    if (!r.success) return Promise.reject(new Error(`wait-merged: ${formatZodError(r.error)}`));
+    if (!r.success) return Promise.reject(new RequestRefusedError(`wait-merged: ${formatZodError(r.error)}`));
     const key = `${table}\u0000${shard}`;
     return new Promise((resolve, reject) => {
       const list = this.waiting.get(key) ?? [];
@@ -39,7 +41,8 @@ export class MergeWaiter {
   }
 
   /**
-   * One awaitMerged update. Across continue-as-new the run answers merged=false, and the
+   * One awaitMerged update. The run answers within a bound (merged=false: not yet), and
+   * pump() asks again. Across continue-as-new the run answers merged=false, and the
    * handle follows the workflow id to the new run, so asking again is enough; an update
    * that reaches the old run just as it closes fails with "workflow execution already
    * completed" before the new run exists, so that one is asked again too (for a while).
@@ -47,7 +50,8 @@ export class MergeWaiter {
   private async ask(table: string, shard: string, seq: number): Promise<AwaitMergedResult> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.client.workflow.getHandle(workflowIdForTable(table)).executeUpdate(msg.awaitMerged, { args: [{ shard, seq }] });
+        // Waiting for a free update slot has no deadline here: the caller's own timeout ends the wait.
+        return await retryWhileBusy(() => this.client.workflow.getHandle(workflowIdForTable(table)).executeUpdate(msg.awaitMerged, { args: [{ shard, seq }] }), Infinity);
       } catch (e) {
         const runEnding = e instanceof WorkflowNotFoundError && /already completed/i.test(e.message);
         if (!runEnding || attempt >= RUN_ENDING_RETRIES) throw e;
@@ -73,7 +77,8 @@ export class MergeWaiter {
           for (const w of list) w.reject(e);
           return;
         }
-        // merged=false: the run is draining for continue-as-new; let it finish first.
+        // merged=false: not merged within the run's bound, or the run is draining for
+        // continue-as-new (a short pause lets it finish); ask again.
         if (!res.merged && res.mergedThroughSeq < target) await new Promise((r) => setTimeout(r, 100));
         const remaining = (this.waiting.get(key) ?? []).filter((w) => {
           if (res.mergedThroughSeq >= w.seq) {

@@ -10,14 +10,26 @@ import * as msg from '../../workflows/messages';
 import type { StatusView } from '../../workflows/messages';
 import { tableWorkflow, type TableWorkflowArgs } from '../../workflows';
 import type { Policy } from '../policy/types';
+import { refuseBump, refusePause, refuseResume } from '../policy/admit';
+import { payloadProblem } from '../payload-limit';
+import { retryWhileBusy } from './busy-retry';
+import { RequestRefusedError } from './refused';
+import { factsOfView } from './view-facts';
 import { withPreparationProgress, type PendingActivity } from './preparation-progress';
 
 // The client side of a table: every call validates its input with the same schemas
 // the workflow uses, so bad input fails here with one line and nothing is sent.
 
-function check<T>(r: z.SafeParseReturnType<unknown, T>, what: string): T {
+function check<T>(r: z.SafeParseReturnType<unknown, T>, what: string, raw: unknown): T {
+  const tooLarge = payloadProblem(what, raw);
+  if (tooLarge !== null) throw new RequestRefusedError(tooLarge);
   if (r.success) return r.data;
-  throw new Error(`${what}: ${formatZodError(r.error)}`);
+  throw new RequestRefusedError(`${what}: ${formatZodError(r.error)}`);
+}
+
+/** A refusal by the table checks (src/policy/admit.ts) as an error. */
+function refuse(why: string | null, what: string): void {
+  if (why !== null) throw new RequestRefusedError(`${what}: ${why}`);
 }
 
 export class TableClient {
@@ -46,12 +58,12 @@ export class TableClient {
 
   /** Registers and signals in one call: starts the workflow if it is not running. */
   async demand(args: TableWorkflowArgs, d: Demand): Promise<void> {
-    await this.signalWithStart(args, msg.demand, check(demandSchema.safeParse(d), 'demand'));
+    await this.signalWithStart(args, msg.demand, check(demandSchema.safeParse(d), 'demand', d));
   }
 
   /** Several shards' demand in one signal-with-start (what TableWriter sends). */
   async demands(args: TableWorkflowArgs, ds: Demand[]): Promise<void> {
-    await this.signalWithStart(args, msg.demands, check(demandsSchema.safeParse(ds), 'demands'));
+    await this.signalWithStart(args, msg.demands, check(demandsSchema.safeParse(ds), 'demands', ds));
   }
 
   private async signalWithStart<T>(args: TableWorkflowArgs, signal: SignalDefinition<[T]>, payload: T): Promise<void> {
@@ -86,23 +98,31 @@ export class TableClient {
     return withPreparationProgress(view, pending, Date.now());
   }
 
+  // Operator signals are checked against the table first (the `state` query), so a bump
+  // of a unit that does not exist or a second pause is refused here with one line; the
+  // workflow checks again on arrival (the table may have moved on) and counts what it drops.
+
   async bump(table: string, req: BumpRequest): Promise<void> {
-    check(bumpSchema.safeParse(req), 'bump');
+    const b = check(bumpSchema.safeParse(req), 'bump', req);
+    refuse(refuseBump(factsOfView(await this.state(table)), b), 'bump');
     await this.handle(table).signal(msg.bump, req);
   }
 
   async pause(table: string, req: PauseRequest = {}): Promise<void> {
-    check(pauseSchema.safeParse(req), 'pause');
+    const p = check(pauseSchema.safeParse(req), 'pause', req);
+    refuse(refusePause(factsOfView(await this.state(table)), p.kind), 'pause');
     await this.handle(table).signal(msg.pause, req);
   }
 
   async resume(table: string, req: PauseRequest = {}): Promise<void> {
-    check(pauseSchema.safeParse(req), 'resume');
+    const p = check(pauseSchema.safeParse(req), 'resume', req);
+    refuse(refuseResume(factsOfView(await this.state(table)), p.kind), 'resume');
     await this.handle(table).signal(msg.resume, req);
   }
 
   async setPolicy(table: string, override: PolicyOverride): Promise<Policy> {
-    return this.handle(table).executeUpdate(msg.setPolicy, { args: [override] });
+    refuse(payloadProblem('policy', override), 'setPolicy');
+    return retryWhileBusy(() => this.handle(table).executeUpdate(msg.setPolicy, { args: [override] }));
   }
 
   /** Tables with a running workflow, from visibility. */

@@ -22,3 +22,4 @@ export {
 export { foldDemand, foldSnapshot } from './fold';
 export { nextWakeAt } from './wake';
 export { NEVER } from './time';
+export { factsOf, seqHorizon, refuseDemand, refuseAwaitMerged, refuseBump, refusePause, refuseResume, type TableFacts } from './admit';

@@ -117,7 +117,7 @@ export function statusView(state: TableState, nowMs: number): StatusView {
       .filter((u) => u.state === 'preparing')
       .map((u) => ({ unitId: u.id, kind: u.kind, reservedBytes: u.reservedBytes, phase: null })),
     queue: [...queuedReasons(state, nowMs), ...blockedCreations(state, nowMs)],
-    counters: { ...c, turns: { ...c.turns }, maxTurnWaitSecs: { ...c.maxTurnWaitSecs } },
+    counters: { ...c, turns: { ...c.turns }, maxTurnWaitSecs: { ...c.maxTurnWaitSecs }, rejectedSignals: c.rejectedSignals ?? 0 },
     snapshot: {
       everySecs: state.adaptive ? state.snapshotEverySecs : state.policy.snapshotIntervalSecs,
       running: state.snapshotInFlight,

@@ -128,6 +128,12 @@ export interface Counters {
   maxTurnWaitSecs: PerKind<number>;
   merges: number;
   rowsMerged: number;
+  /**
+   * Signals dropped by the workflow: malformed, refused against the table (unknown
+   * shard, implausible seq, repeated pause ...) or over the inbox bound. Absent until
+   * the first one, and in states from before it existed.
+   */
+  rejectedSignals?: number;
 }
 
 export interface TurnHolder {
