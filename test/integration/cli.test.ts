@@ -246,3 +246,35 @@ test('`turnstile worker` serves a task queue on its own and stops cleanly on SIG
   }
   expect(await exited).toBe(0);
 });
+
+test('requests that make no sense for the table exit 2 with one line; a seal refused at hardBacklog exits 75', async () => {
+  const name = uniqueName('clitable');
+  const policyFile = path.join(h.dataRoot, `${name}-hard.json`);
+  // Merges paused below: one sealed generation reaches hardBacklog.
+  fs.writeFileSync(policyFile, JSON.stringify({ softBacklog: 0, hardBacklog: 1, maxWriteDelayMs: 0 }));
+  expect((await turnstile('table', 'create', name, '--key', 'id', '--shards', '2', '--policy', policyFile)).code).toBe(0);
+  expectRefused(await turnstile('wait-merged', name, '--shard', 's9', '--seq', '1', '--timeout', '60'), new RegExp(`^turnstile: awaitMerged: shard: "s9" is not a shard of ${name}; accepted: s0, s1$`));
+  expectRefused(await turnstile('wait-merged', name, '--shard', 's0', '--seq', '9000000', '--timeout', '60'), /^turnstile: awaitMerged: seq: 9000000 is beyond anything plausible for .*\/s0 \(sealed through 0\); accepted: at most 100000$/);
+  expectRefused(await turnstile('bump', name, '--unit', 'merge/s1', '--reason', 'x'), new RegExp(`^turnstile: bump: unit: "merge/s1" is not a unit of ${name} now; units now: none$`));
+  expectRefused(await turnstile('resume', name), new RegExp(`^turnstile: resume: ${name} is not paused$`));
+  expect((await turnstile('pause', name, '--kind', 'merge')).code).toBe(0);
+  await expect.poll(async () => JSON.parse((await turnstile('status', name, '--json')).stdout).pausedKinds, { timeout: 20_000 }).toEqual(['merge']);
+  expectRefused(await turnstile('pause', name, '--kind', 'merge'), new RegExp(`^turnstile: pause: kind merge of ${name} is already paused$`));
+
+  // Payload limits: refused before anything is sent.
+  const manyKeys = path.join(h.dataRoot, `${name}-keys.json`);
+  fs.writeFileSync(manyKeys, JSON.stringify(Object.fromEntries(Array.from({ length: 10_000 }, (_, i) => [`k${i}`, i]))));
+  expectRefused(await turnstile('policy', name, '--set', manyKeys), /^turnstile: --set: .*-keys\.json: more than 1000 keys; accepted: at most 1000$/);
+  const huge = path.join(h.dataRoot, `${name}-huge.json`);
+  fs.writeFileSync(huge, JSON.stringify({ softBacklog: 1, pad: 'x'.repeat(600 * 1024) }));
+  expectRefused(await turnstile('policy', name, '--set', huge), /^turnstile: --set: .*-huge\.json is \d+ bytes; accepted: at most 524288 \(Temporal's payload limit\)$/);
+
+  expect((await turnstile('write', name, '--shard', 's0', '--rows', '10')).code).toBe(0);
+  await expect.poll(async () => JSON.parse((await turnstile('status', name, '--json')).stdout).backlog, { timeout: 20_000 }).toBe(1);
+  const refused = await turnstile('write', name, '--shard', 's0', '--rows', '10');
+  expect(refused.code, refused.stderr).toBe(75);
+  expect(refused.stderr).toMatch(new RegExp(`^turnstile: table ${name}: backlog 1 has reached hardBacklog 1; retry later\\n$`));
+  const s = JSON.parse((await turnstile('status', name, '--json')).stdout);
+  expect(s.shards.map((x: { sealedThroughSeq: number }) => x.sealedThroughSeq)).toEqual([1, 0]);
+  expect(s.counters.rejectedSignals).toBe(0);
+});

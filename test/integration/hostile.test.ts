@@ -1,0 +1,158 @@
+import { Client, Connection, WorkflowUpdateStage } from '@temporalio/client';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { MergeWaiter } from '../../src/client/merge-waiter';
+import { TableWriter, workflowArgsFor } from '../../src/client/table-writer';
+import type { PolicyOverride } from '../../src/config/policy-schema';
+import { shardNames } from '../../src/names';
+import type { AwaitMergedResult } from '../../src/wire';
+import { createTableMeta } from '../../src/storage/generation-store';
+import * as msg from '../../workflows/messages';
+import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';
+import { Load } from '../support/load';
+
+// Issue 11, hostile and buggy clients, on the real server: a table's update slots cannot
+// be held by anyone, every wait is answered within its bound, and a signal that makes no
+// sense for the table is dropped and counted instead of acted on.
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ name: 'hostile' });
+});
+afterAll(async () => h?.close());
+
+const QUIET: PolicyOverride = { periodSecs: { optimize: 0, index: 0, gc: 0 } };
+
+async function newTable(prefix: string, shards: number, extra: { awaitMergedBoundSecs?: number } = {}) {
+  const table = uniqueName(prefix);
+  const meta = await createTableMeta(h.dataRoot, { name: table, key: 'id', shards: shardNames(shards), indices: [] });
+  await h.tables.start({ ...workflowArgsFor(meta), policy: QUIET, ...extra });
+  const writer = await TableWriter.open(h.tables, h.dataRoot, table);
+  return { table, writer, handle: h.tables.handle(table) };
+}
+
+/** What the update failed with, as the caller sees it (the validator's ApplicationFailure message). */
+const refusal = (p: Promise<unknown>): Promise<string> =>
+  p.then(
+    () => 'accepted',
+    (e: Error & { cause?: Error }) => e.cause?.message ?? e.message,
+  );
+
+test('signals that make no sense for the table are dropped and counted; updates are refused in their validator', async () => {
+  const { table, writer, handle } = await newTable('bad', 2);
+  const load = new Load(writer, { rowsPerGeneration: 20, keySpan: 400, pauseMs: 0 });
+  await load.writeOne('s0');
+  expect(await writer.flush()).toEqual({});
+  await eventually(async () => (await h.tables.state(table)).shards[0]!.mergedThroughSeq === 1, 's0 seq 1 merged');
+
+  // What a buggy client can send with the Temporal CLI, bypassing Turnstile's client.
+  await handle.signal(msg.demand, { shard: 's9', sealedThroughSeq: 1, revision: 1 });
+  await handle.signal(msg.demand, { shard: 's0', sealedThroughSeq: 1e9, revision: 1 });
+  await handle.signal(msg.demands, [
+    { shard: 's1', sealedThroughSeq: 0, revision: 0 },
+    { shard: 'nope', sealedThroughSeq: 3, revision: 3 },
+  ]);
+  await handle.signal(msg.bump, { unitId: 'merge/s7', reason: 'no such unit' });
+  await handle.signal(msg.resume, { kind: 'gc' });
+  await handle.signal(msg.pause, { kind: 'merge' });
+  await handle.signal(msg.pause, { kind: 'merge' });
+  await handle.signal(msg.demand, 'garbage' as never);
+  const s = await eventually(async () => {
+    const v = await h.tables.state(table);
+    return v.pausedKinds.includes('merge') && v;
+  }, 'the signals processed');
+  // s9 and 'nope' unknown, 1e9 implausible, merge/s7 no unit, gc not paused, merge paused twice, garbage.
+  expect(s.counters.rejectedSignals).toBe(7);
+  expect(s.shards.map((x) => [x.shard, x.sealedThroughSeq])).toEqual([
+    ['s0', 1],
+    ['s1', 0],
+  ]);
+  expect((await handle.describe()).status.name).toBe('RUNNING');
+
+  // Updates: refused before anything reaches history.
+  const before = (await handle.fetchHistory()).events?.length;
+  expect(await refusal(handle.executeUpdate(msg.awaitMerged, { args: [{ shard: 's9', seq: 1 }] }))).toBe(`awaitMerged: shard: "s9" is not a shard of ${table}; accepted: s0, s1`);
+  expect(await refusal(handle.executeUpdate(msg.awaitMerged, { args: [{ shard: 's0', seq: 2 ** 40 }] }))).toMatch(/^awaitMerged: seq: 1099511627776 is beyond anything plausible for .*\/s0 \(sealed through 1\); accepted: at most 100001$/);
+  expect(await refusal(new MergeWaiter(h.client).wait(table, 's9', 1))).toMatch(/is not a shard of/);
+  // Turnstile's own client refuses what the workflow would drop, with the same line.
+  expect(await refusal(h.tables.pause(table, { kind: 'merge' }))).toBe(`pause: kind merge of ${table} is already paused`);
+  expect(await refusal(h.tables.bump(table, { unitId: 'merge/s7', reason: 'x' }))).toMatch(/^bump: unit: "merge\/s7" is not a unit of .* now; units now: /);
+  expect(await refusal(h.tables.setPolicy(table, Object.fromEntries(Array.from({ length: 10_000 }, (_, i) => [`k${i}`, i])) as never))).toBe('setPolicy: policy: more than 1000 keys; accepted: at most 1000');
+  expect((await handle.fetchHistory()).events?.length).toBe(before);
+});
+
+test('50 waiters in 10 clients (own connection and MergeWaiter each, as 10 processes) and 10 hostile never-satisfied updates do not take the update slots: policy --set and bump answer within seconds, every waiter gets its merge', async () => {
+  const BOUND_SECS = 3;
+  const { table, writer, handle } = await newTable('slots', 5, { awaitMergedBoundSecs: BOUND_SECS });
+  const shards = shardNames(5);
+  // Merges paused: the waits are set up before anything can satisfy them.
+  await h.tables.pause(table, { kind: 'merge' });
+  const load = new Load(writer, { rowsPerGeneration: 20, keySpan: 2000, pauseMs: 0 });
+  for (const s of shards) await load.writeOne(s);
+  expect(await writer.flush()).toEqual({});
+  await eventually(async () => (await h.tables.state(table)).shards.every((x) => x.sealedThroughSeq === 1), 'seals known');
+
+  // Ten "processes": each its own connection and MergeWaiter, five waits (one per shard),
+  // so 50 awaitMerged updates in flight at once.
+  const clients = await Promise.all(Array.from({ length: 10 }, () => Connection.connect({ address: h.address })));
+  const waiters = clients.map((connection) => new MergeWaiter(new Client({ connection })));
+  const answered: { ms: number; r: AwaitMergedResult }[] = [];
+  const t0 = Date.now();
+  const waits = waiters.flatMap((w) =>
+    shards.map((s) =>
+      w.wait(table, s, 1).then((r) => {
+        answered.push({ ms: Date.now(), r });
+      }),
+    ),
+  );
+
+  // Ten hostile raw updates for a seq nobody will seal, re-sent as soon as answered: ten
+  // slots are held all the time. Each answer comes within the bound, saying "not yet".
+  let hostile = true;
+  const hostileAnswers: { ms: number; merged: boolean }[] = [];
+  const raws = Array.from({ length: 10 }, async () => {
+    while (hostile) {
+      const start = Date.now();
+      const u = await handle.startUpdate(msg.awaitMerged, { args: [{ shard: 's0', seq: 50 }], waitForStage: WorkflowUpdateStage.ACCEPTED });
+      const r = await u.result();
+      hostileAnswers.push({ ms: Date.now() - start, merged: r.merged });
+    }
+  });
+
+  // While all of that is in flight: the operator surface answers.
+  await new Promise((r) => setTimeout(r, 1500));
+  const p0 = Date.now();
+  const policy = await h.tables.setPolicy(table, { softBacklog: 50 });
+  const policyMs = Date.now() - p0;
+  expect(policy.softBacklog).toBe(50);
+  const b0 = Date.now();
+  await h.tables.bump(table, { kind: 'optimize', reason: 'still answering', forSecs: 60 });
+  const bumpMs = Date.now() - b0;
+  expect(answered).toHaveLength(0);
+
+  // Let the waits outlive their bound at least once (they are re-asked), then merge.
+  await new Promise((r) => setTimeout(r, BOUND_SECS * 1000 + 500));
+  expect(answered).toHaveLength(0);
+  const m0 = Date.now();
+  await h.tables.resume(table, { kind: 'merge' });
+  await Promise.all(waits);
+  const lastMs = Math.max(...answered.map((a) => a.ms)) - m0;
+  hostile = false;
+  await Promise.all(raws);
+  await Promise.all(clients.map((c) => c.close()));
+
+  const st = await h.tables.state(table);
+  expect(answered).toHaveLength(50);
+  for (const a of answered) {
+    expect(a.r).toMatchObject({ merged: true, seq: 1 });
+    expect(a.r.version).toBeGreaterThan(0);
+  }
+  expect(Math.max(...waiters.map((w) => w.maxInFlight))).toBe(5);
+  expect(hostileAnswers.length).toBeGreaterThanOrEqual(10);
+  expect(hostileAnswers.every((a) => !a.merged && a.ms < (BOUND_SECS + 3) * 1000)).toBe(true);
+  expect(policyMs).toBeLessThan(5000);
+  expect(bumpMs).toBeLessThan(5000);
+  expect(st.shards.every((x) => x.mergedThroughSeq === 1)).toBe(true);
+  console.log(
+    `[hostile] 50 waiters + 10 hostile updates: policy --set ${policyMs} ms, bump ${bumpMs} ms, last waiter ${lastMs} ms after resume (${Date.now() - t0} ms in all), hostile answers ${hostileAnswers.length} (slowest ${Math.max(...hostileAnswers.map((a) => a.ms))} ms)`,
+  );
+});
