@@ -16,7 +16,7 @@ describe('statusView', () => {
     expect(v.turn).toEqual({ unitId: 'merge/s0', kind: 'merge', sinceSecs: 2.5, why: 'class 2, aged priority 3.0' });
     expect(v.shards[0]).toEqual({ shard: 's0', sealedThroughSeq: 3, mergedThroughSeq: 0, heldReason: null });
     expect(v.backlog).toBe(3);
-    expect(Object.keys(v.counters).sort()).toEqual(['maxTurnWaitSecs', 'merges', 'retries', 'rowsMerged', 'stalls', 'turns']);
+    expect(Object.keys(v.counters).sort()).toEqual(['maxTurnWaitSecs', 'merges', 'rejectedSignals', 'retries', 'rowsMerged', 'stalls', 'turns']);
     expect(JSON.parse(JSON.stringify(v))).toEqual(v);
   });
 

@@ -2,6 +2,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { optionalTsToMs, type Timestamp } from '@temporalio/common/lib/time';
+import { AWAIT_MERGED_BOUND_SECS } from '../../workflows/table';
 
 const E = temporal.api.enums.v1.EventType;
 
@@ -131,10 +132,14 @@ export async function commitSummaries(handle: WorkflowHandle): Promise<string[]>
     });
 }
 
-/** Every timer the workflow started, in order: when (server time) and for how long. */
+/**
+ * Every alarm timer the workflow started, in order: when (server time) and for how long.
+ * The bound of an awaitMerged that had to wait (AWAIT_MERGED_BOUND_SECS) is not the alarm.
+ */
 export async function timersStarted(handle: WorkflowHandle): Promise<{ atMs: number; secs: number }[]> {
   const history = await handle.fetchHistory();
   return (history.events ?? [])
     .filter((e) => e.eventType === E.EVENT_TYPE_TIMER_STARTED)
-    .map((e) => ({ atMs: ms(e.eventTime), secs: ms(e.timerStartedEventAttributes!.startToFireTimeout) / 1000 }));
+    .map((e) => ({ atMs: ms(e.eventTime), secs: ms(e.timerStartedEventAttributes!.startToFireTimeout) / 1000 }))
+    .filter((t) => t.secs !== AWAIT_MERGED_BOUND_SECS);
 }

@@ -12,6 +12,7 @@ import { workflowBundle } from '../../src/worker/create-worker';
 import { installQuietRuntime } from '../../src/worker/runtime';
 import * as msg from '../../workflows/messages';
 import type { TableWorkflowArgs } from '../../workflows';
+import { AWAIT_MERGED_BOUND_SECS } from '../../workflows/table';
 import { eventually, uniqueName } from '../support/harness';
 import { activityRuns, commitSummaries, historyEvents } from '../support/history';
 
@@ -100,10 +101,12 @@ async function startShell(name: string, acts: Activities, policy: PolicyOverride
 }
 
 /** The durations (ms) of the timers the shell started, in order; `afterEventId` only those after that event. */
+/** The shell's own timers (the alarm): without the bound of an awaitMerged that had to wait (AWAIT_MERGED_BOUND_SECS). */
 async function timersStarted(handle: WorkflowHandle, afterEventId = 0): Promise<number[]> {
   return (await historyEvents(handle, 'TIMER_STARTED'))
     .filter((e) => Number(e.eventId) > afterEventId)
-    .map((e) => optionalTsToMs(e.timerStartedEventAttributes?.startToFireTimeout) ?? -1);
+    .map((e) => optionalTsToMs(e.timerStartedEventAttributes?.startToFireTimeout) ?? -1)
+    .filter((ms) => ms !== AWAIT_MERGED_BOUND_SECS * 1000);
 }
 
 const demand = (shard: string, seq: number) => ({ shard, sealedThroughSeq: seq, revision: seq });
