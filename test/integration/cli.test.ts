@@ -211,7 +211,7 @@ test('the bin entry loads only what a command needs: status no Arrow, lancedb, w
   expect(s.stdout).toMatch(new RegExp(`^table ${name} .*\\nturn: `));
   // status reads through ReadClient (raw gRPC): the SDK client's proto root alone takes ~400 ms to load.
   expect(Object.keys(s.packages)).toContain('@grpc/grpc-js');
-  for (const heavy of ['apache-arrow', '@lancedb/lancedb', '@temporalio/worker', '@temporalio/client', '@temporalio/proto']) expect(Object.keys(s.packages)).not.toContain(heavy);
+  for (const heavy of ['apache-arrow', '@lancedb/lancedb', '@temporalio/worker', '@temporalio/client', '@temporalio/proto', '@temporalio/workflow']) expect(Object.keys(s.packages)).not.toContain(heavy);
 });
 
 test('write --rows shows progress on a terminal only', async () => {
