@@ -22,3 +22,5 @@ export {
 export { foldDemand, foldSnapshot } from './fold';
 export { nextWakeAt } from './wake';
 export { NEVER } from './time';
+export { rateSample, addRateSample, estimateDrain, formatDrain, DRAIN_WINDOW_MS, DRAIN_SAMPLE_EVERY_MS, type RateSample, type DrainEstimate, type DrainState } from './drain-eta';
+export { recordGrants, MAX_GRANTS, type Grant } from './grants';
