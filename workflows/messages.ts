@@ -28,4 +28,5 @@ export const resume = defineSignal<[PauseRequest]>('resume');
 export const awaitMerged = defineUpdate<AwaitMergedResult, [AwaitMergedRequest]>('awaitMerged');
 export const setPolicy = defineUpdate<Policy, [PolicyOverride]>('setPolicy');
 
-export const state = defineQuery<StatusView>('state');
+// The name is part of the type so read-status.ts can check its literal without loading this module.
+export const state = defineQuery<StatusView, [], 'state'>('state');

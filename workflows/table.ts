@@ -65,9 +65,9 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
     if (!policy.ok) throw ApplicationFailure.nonRetryable(`policy: ${policy.error}`, 'InvalidPolicy');
     st = initialState({ table: args.table, key: args.key, shards: args.shards, policy: policy.policy, nowMs: Date.now(), adaptive });
   }
-  // Grouped merge commits (src/policy/evaluate.ts) change which commits a run makes, so
-  // runs recorded before them replay without.
-  st = { ...st, groupMerges: patched('group-merge-commits') };
+  // Grouped merge commits (src/policy/evaluate.ts) and pipelined merges (units.ts)
+  // change which activities a run schedules, so runs recorded before them replay without.
+  st = { ...st, groupMerges: patched('group-merge-commits'), pipelineMerges: patched('pipelined-merges') };
   const stalled = new Set(args.carried?.stalled ?? []);
   const inbox: PolicyEvent[] = [{ type: 'timer' }];
   const alarm = new Alarm();

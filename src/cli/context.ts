@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadConfig, type Config } from '../config/config-schema';
-import { connectClient } from '../client/connect';
-import { TableClient } from '../client/table-client';
+import type { TableClient } from '../client/table-client';
+import { ReadClient } from '../client/read-client';
 import { UsageError } from './args';
 
 // Everything at the edge: the config file (TURNSTILE_CONFIG) and environment are read
@@ -29,10 +29,16 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return { ...r.config, dataRoot: path.resolve(r.config.dataRoot) };
 }
 
+// Imported when first used: @temporalio/client takes ~400 ms to load (its proto root),
+// which commands that only read (status) do without, through ReadClient.
 export async function tableClient(config: Config): Promise<TableClient> {
+  const [{ connectClient }, { TableClient: Tables }] = await Promise.all([import('../client/connect'), import('../client/table-client')]);
   const client = await connectClient(config.temporal);
-  return new TableClient(client, config.temporal.taskQueue);
+  return new Tables(client, config.temporal.taskQueue);
 }
+
+/** A read-only client for the same server: see read-client.ts. */
+export const readClient = (config: Config): ReadClient => new ReadClient(config.temporal.address, config.temporal.namespace);
 
 export function readJsonFile(p: string, what: string): unknown {
   try {

@@ -1,7 +1,8 @@
 import { KINDS, type Kind } from '../policy/types';
 import { validateTableName } from '../names';
 import { int, positional, required, str, UsageError, type Parsed } from './args';
-import { readConfig, readJsonFile, tableClient } from './context';
+import { readClient, readConfig, readJsonFile, tableClient } from './context';
+import { readStatus } from '../client/read-status';
 import { formatStatus } from './format-status';
 import { every, progress } from './progress';
 import { savePolicyOverride } from '../storage/table-meta';
@@ -35,7 +36,8 @@ export async function withTables<T>(fn: (t: Awaited<ReturnType<typeof tableClien
 
 export async function status(p: Parsed): Promise<void> {
   const name = tableArg(p);
-  const s = await withTables((t) => t.status(name));
+  const reader = readClient(readConfig());
+  const s = await readStatus(reader, name).finally(() => reader.close());
   console.log(p.flags.json ? JSON.stringify(s, null, 2) : formatStatus(s));
 }
 

@@ -1,7 +1,8 @@
 import { clonePolicy } from './clone';
 import { advanceMerged, foldDemand, foldSnapshot, shardOf } from './fold';
 import { forceRun, markDone, scheduleNextSnapshot, snapshotSoon } from './idle';
-import { isPeriodic, PERIODIC_KINDS } from './units';
+import { isPeriodic, mergeUnitsOf, PERIODIC_KINDS } from './units';
+import { isMergeHead } from './order';
 import { nextDueMs, NEVER } from './time';
 import type { Bump, Kind, PolicyEvent, TableState, Unit } from './types';
 
@@ -30,6 +31,9 @@ function finish(state: TableState, u: Unit, nowMs: number, rows: number, prevVer
     if (u.shard !== null && u.toSeq !== null) advanceMerged(state, u.shard, u.toSeq);
     state.counters.merges++;
     state.counters.rowsMerged += rows;
+    // A follower that had nothing to commit was only waiting for this.
+    const next = u.shard === null ? undefined : mergeUnitsOf(state, u.shard)[0];
+    if (next?.emptyPrepared && isMergeHead(state, next)) finish(state, next, nowMs, 0, prevVersion);
   } else if (isPeriodic(u.kind)) {
     state.dueAtMs[u.kind] = nextDueMs(nowMs, state.policy.periodSecs[u.kind]);
     markDone(state, u.kind, prevVersion);
@@ -39,7 +43,11 @@ function finish(state: TableState, u: Unit, nowMs: number, rows: number, prevVer
 /** A unit failed for good: a merge holds its shard (visible in status), others wait a period. */
 function giveUp(state: TableState, u: Unit, nowMs: number, error: string): void {
   removeUnit(state, u.id);
-  if (u.kind === 'merge' && u.shard !== null) shardOf(state, u.shard).heldReason = error;
+  if (u.kind === 'merge' && u.shard !== null) {
+    shardOf(state, u.shard).heldReason = error;
+    // Its follower could never commit before it: after a resume one new unit covers both.
+    for (const f of mergeUnitsOf(state, u.shard)) if (f.state !== 'committing') removeUnit(state, f.id);
+  }
   else if (isPeriodic(u.kind)) state.dueAtMs[u.kind] = nextDueMs(nowMs, state.policy.periodSecs[u.kind]);
 }
 
@@ -48,7 +56,13 @@ function onPrepared(state: TableState, e: Ev<'prepared'>, nowMs: number): void {
   if (u?.state !== 'preparing') return;
   state.counters.retries += Math.max(0, e.attempts - 1);
   if (e.reservedBytes !== undefined) u.reservedBytes = e.reservedBytes;
-  if (!e.needsCommit) return finish(state, u, nowMs, 0, state.version);
+  if (!e.needsCommit) {
+    if (isMergeHead(state, u)) return finish(state, u, nowMs, 0, state.version);
+    // A follower must not mark its range merged before its head's: it waits for it.
+    u.state = 'ready';
+    u.emptyPrepared = true;
+    return;
+  }
   u.state = 'ready';
   u.readySinceMs ??= nowMs;
   keepPrepared(u, e);

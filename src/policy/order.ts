@@ -130,9 +130,17 @@ export function blockedByOperator(state: TableState, u: Pick<Unit, 'kind' | 'sha
   return null;
 }
 
-/** Commit-ready and allowed to take the turn now (backoffs are released before this). */
+/**
+ * A merge that may commit now: nothing unmerged before its range (a pipelined follower
+ * waits for its head). `<=`: a range whose start is merged already commits harmlessly
+ * (commits are conditional on _seq), whereas `===` could leave it waiting forever.
+ */
+export const isMergeHead = (state: TableState, u: Pick<Unit, 'kind' | 'shard' | 'fromSeq'>): boolean =>
+  u.kind !== 'merge' || u.shard === null || (u.fromSeq ?? 0) <= (state.shards.find((s) => s.shard === u.shard)?.mergedThroughSeq ?? 0) + 1;
+
+/** Commit-ready and allowed to take the turn now (backoffs are released before this); a follower only after its head. */
 export const isEligible = (state: TableState, u: Unit): boolean =>
-  u.state === 'ready' && blockedByOperator(state, u) === null;
+  u.state === 'ready' && !u.emptyPrepared && blockedByOperator(state, u) === null && isMergeHead(state, u);
 
 export interface TurnPick {
   unit: Unit;

@@ -73,7 +73,7 @@ export interface PreparedOf {
 export type PeriodicKind = Exclude<Kind, 'merge'>;
 
 interface UnitCommon {
-  /** Stable id: `merge/<shard>`, `optimize`, `index`, `gc`. */
+  /** Stable id: `merge/<shard>` (a pipelined follower: `merge/<shard>@<fromSeq>`), `optimize`, `index`, `gc`. */
   id: string;
   state: UnitState;
   createdAtMs: number;
@@ -92,6 +92,12 @@ interface UnitCommon {
    * so a bad batch holds only its own shard. Absent in states from before grouping.
    */
   solo?: boolean;
+  /**
+   * A pipelined follower whose preparation found nothing to commit: it waits, without
+   * the turn, until its head has committed, then finishes (its range must not count as
+   * merged before the head's).
+   */
+  emptyPrepared?: boolean;
 }
 
 /** A merge of one shard's seq range fromSeq..toSeq. */
@@ -177,6 +183,11 @@ export interface TableState {
    * recorded before it existed (replay); absent in their carried states.
    */
   groupMerges?: boolean;
+  /**
+   * Whether a shard's next range may prepare while the range before it waits for or
+   * holds the turn (src/policy/units.ts). Off while replaying runs recorded before it.
+   */
+  pipelineMerges?: boolean;
   /**
    * false only while replaying runs recorded before the idle-cost rules existed (the
    * workflow's patch `idle-cost`): fixed snapshot period, periodic kinds due every period,

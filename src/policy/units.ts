@@ -8,6 +8,12 @@ export type { PeriodicKind };
 export const PERIODIC_KINDS: readonly PeriodicKind[] = ['optimize', 'index', 'gc'];
 
 export const mergeUnitId = (shard: string): string => `merge/${shard}`;
+/** A follower's id names where it starts: ids stay unique as ranges move on. */
+export const followerUnitId = (shard: string, fromSeq: number): string => `merge/${shard}@${fromSeq}`;
+
+/** The merge units of a shard in seq order: the head first, then at most one follower. */
+export const mergeUnitsOf = (state: TableState, shard: string): Unit[] =>
+  state.units.filter((u) => u.kind === 'merge' && u.shard === shard).sort((a, b) => (a.fromSeq ?? 0) - (b.fromSeq ?? 0));
 
 export const isPeriodic = (k: Kind | string): k is PeriodicKind => (PERIODIC_KINDS as readonly string[]).includes(k);
 
@@ -23,7 +29,7 @@ export type Wanted = {
  * The periodic kinds come first: there is at most one unit of each, so they cannot
  * crowd merges out for long, whereas a stream of merges over many shards could keep
  * every slot busy and starve optimize of a preparation forever. Merges then go by
- * largest backlog, so a lagging shard catches up first.
+ * largest backlog, so a lagging shard catches up first, and pipelined followers last.
  */
 export function wantedUnits(state: TableState, nowMs: number): Wanted[] {
   const has = new Set(state.units.map((u) => u.id));
@@ -33,19 +39,27 @@ export function wantedUnits(state: TableState, nowMs: number): Wanted[] {
     if (due <= nowMs && !has.has(kind) && hasChanged(state, kind)) out.push({ id: kind, kind, shard: null, fromSeq: null, toSeq: null, dueSinceMs: due });
   }
   const shards = state.shards
-    .filter((s) => shardBacklog(s) > 0 && !has.has(mergeUnitId(s.shard)))
+    .filter((s) => shardBacklog(s) > 0)
     .sort((a, b) => shardBacklog(b) - shardBacklog(a) || byName(a.shard, b.shard));
+  const followers: Wanted[] = [];
   for (const s of shards) {
-    out.push({
-      id: mergeUnitId(s.shard),
-      kind: 'merge',
-      shard: s.shard,
-      fromSeq: s.mergedThroughSeq + 1,
-      toSeq: s.sealedThroughSeq,
-      dueSinceMs: null,
-    });
+    const units = mergeUnitsOf(state, s.shard);
+    if (units.length === 0) {
+      out.push({ id: mergeUnitId(s.shard), kind: 'merge', shard: s.shard, fromSeq: s.mergedThroughSeq + 1, toSeq: s.sealedThroughSeq, dueSinceMs: null });
+      continue;
+    }
+    // Pipelining: what was sealed after the head's range prepares while the head waits
+    // for or holds the turn, so the turn does not sit idle through that preparation
+    // once the head has committed. One follower, and only once the head is prepared:
+    // followers then cover all that arrived meanwhile instead of one generation each.
+    const head = units[0]!;
+    const from = (head.toSeq ?? s.mergedThroughSeq) + 1;
+    if (state.pipelineMerges && units.length === 1 && head.state !== 'preparing' && s.sealedThroughSeq >= from) {
+      followers.push({ id: followerUnitId(s.shard, from), kind: 'merge', shard: s.shard, fromSeq: from, toSeq: s.sealedThroughSeq, dueSinceMs: null });
+    }
   }
-  return out;
+  // Followers last: a shard with nothing in flight can commit as soon as it is prepared.
+  return [...out, ...followers];
 }
 
 export function newUnit(w: Wanted, nowMs: number): Unit {

@@ -13,10 +13,12 @@ export function ensure(cond: boolean, what: string, info?: StepInfo): asserts co
   }
 }
 
-/** Ready, and nothing but the streak rule keeps it from the turn. */
+/** Ready, and nothing but the streak rule keeps it from the turn (a pipelined follower waits for its head). */
 export function eligible(s: TableState, u: Unit): boolean {
-  if (u.state !== 'ready' || s.paused || s.pausedKinds.includes(u.kind)) return false;
-  return u.shard === null || s.shards.find((x) => x.shard === u.shard)?.heldReason == null;
+  if (u.state !== 'ready' || u.emptyPrepared || s.paused || s.pausedKinds.includes(u.kind)) return false;
+  const shard = u.shard === null ? undefined : s.shards.find((x) => x.shard === u.shard);
+  if (u.kind === 'merge' && shard && (u.fromSeq ?? 0) > shard.mergedThroughSeq + 1) return false;
+  return shard?.heldReason == null;
 }
 
 /** Property 1: one holder; a commit only when the turn was free; committing == holder. */
@@ -32,6 +34,15 @@ export function checkOneHolder(info: StepInfo): void {
     const riders = (c.type === 'commit' && c.riders) || [];
     ensure(JSON.stringify(riders.map((r) => r.id)) === JSON.stringify(after.turn.riders ?? []), 'the turn lists the riders granted with it', info);
     ensure(riders.length === 0 || (c.unit.kind === 'merge' && riders.every((r) => r.kind === 'merge')), 'only merges ride in a merge turn', info);
+    // Merged watermarks move contiguously: no range commits while one before it is unmerged.
+    for (const m of [c.unit, ...riders]) {
+      if (m.kind !== 'merge') continue;
+      // After the event was folded in: grants are decided on that state.
+      const merged = after.shards.find((x) => x.shard === m.shard)?.mergedThroughSeq ?? 0;
+      ensure((m.fromSeq ?? 0) <= merged + 1, `${m.id} (${m.fromSeq}..${m.toSeq}) committed while ${m.shard} is merged only through ${merged}`, info);
+    }
+    const shards = [c.unit, ...riders].filter((m) => m.kind === 'merge').map((m) => m.shard);
+    ensure(new Set(shards).size === shards.length, 'two ranges of one shard in one turn', info);
   }
   // One turn: its holder and the merges riding in it are the only units committing.
   const inTurn = new Set([after.turn?.unitId, ...(after.turn?.riders ?? [])]);
@@ -74,6 +85,11 @@ export function checkContract(info: StepInfo): void {
     ensure(a.sealedThroughSeq >= a.mergedThroughSeq, `${a.shard}: sealed below merged`, info);
     const b = before.shards.find((x) => x.shard === a.shard);
     ensure(!b || a.mergedThroughSeq >= b.mergedThroughSeq, `${a.shard}: merged went down`, info);
+  }
+  for (const shard of after.shards) {
+    const merges = after.units.filter((u) => u.kind === 'merge' && u.shard === shard.shard).sort((a, b) => (a.fromSeq ?? 0) - (b.fromSeq ?? 0));
+    ensure(merges.length <= 2, `${shard.shard}: ${merges.length} merge units`, info);
+    if (merges.length === 2) ensure(merges[1]!.fromSeq === (merges[0]!.toSeq ?? 0) + 1, `${shard.shard}: a follower not right after its head`, info);
   }
   const preparing = (s: TableState) => s.units.filter((u) => u.state === 'preparing').length;
   ensure(preparing(after) <= Math.max(preparing(before), after.policy.maxConcurrentPreparations), 'too many preparations', info);

@@ -52,8 +52,9 @@ describe('units and preparation', () => {
     expect(commits(after).map((c) => c.unit.id)).toEqual(['merge/s0']);
   });
 
-  it('a commit advances mergedThroughSeq and the rest of the backlog gets a fresh unit', () => {
+  it('a commit advances mergedThroughSeq and the rest of the backlog gets a fresh unit (without pipelining)', () => {
     const d = twoMergesReady();
+    d.state = { ...d.state, pipelineMerges: false };
     expect(d.state.turn?.unitId).toBe('merge/s0');
     d.send(demand('s0', 7, 3));
     const ds = d.at(5000).send(committed('merge/s0', 11, 300));

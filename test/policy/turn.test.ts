@@ -117,10 +117,11 @@ describe('the turn', () => {
     let t = 30_000;
     while (d.state.turn?.kind === 'merge') {
       const holder = d.state.turn.unitId;
-      const shard = holder.slice('merge/'.length);
-      d.send(demand(shard, d.state.shards.find((s) => s.shard === shard)!.sealedThroughSeq + 1, ++rev));
+      const shard = d.unit(holder)!.shard!;
+      // With pipelining the demand itself starts the next range's preparation.
+      const onDemand = d.send(demand(shard, d.state.shards.find((s) => s.shard === shard)!.sealedThroughSeq + 1, ++rev));
       const ds = d.at(t).send(committed(holder));
-      for (const p of prepares(ds)) d.at(t + 1).send(prepared(p.unit.id));
+      for (const p of [...prepares(onDemand), ...prepares(ds)]) d.at(t + 1).send(prepared(p.unit.id));
       t += 30_000;
     }
     expect(t).toBeGreaterThan(600_000);

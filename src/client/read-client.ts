@@ -1,0 +1,73 @@
+import * as grpc from '@grpc/grpc-js';
+import { decodePendingActivities, decodeQueryResponse, encodeDescribeRequest, encodeQueryRequest, type WirePayload } from './proto-wire';
+import type { PendingActivity } from './preparation-progress';
+
+// A read-only Temporal client for the commands an operator runs often (`status`): one
+// gRPC channel and two unary calls, without loading @temporalio/client. Errors keep the
+// names the CLI already maps (WorkflowNotFoundError exits 2 with a hint).
+
+const SERVICE = '/temporal.api.workflowservice.v1.WorkflowService';
+const CALL_TIMEOUT_MS = 30_000;
+
+export class WorkflowNotFoundError extends Error {
+  constructor(workflowId: string, detail: string) {
+    super(detail || `workflow not found for ID: ${workflowId}`);
+    this.name = 'WorkflowNotFoundError';
+  }
+}
+
+/** The value of a payload the default data converter wrote (json/plain or binary/null). */
+export function payloadValue(p: WirePayload | undefined): unknown {
+  if (!p) return undefined;
+  const encoding = p.metadata.encoding;
+  if (encoding === 'binary/null') return null;
+  if (encoding === 'json/plain') return JSON.parse(Buffer.from(p.data).toString('utf8')) as unknown;
+  throw new Error(`payload encoding ${JSON.stringify(encoding)} is not supported by the read-only client`);
+}
+
+export class ReadClient {
+  private readonly client: grpc.Client;
+
+  constructor(
+    address: string,
+    private readonly namespace: string,
+  ) {
+    this.client = new grpc.Client(address, grpc.credentials.createInsecure());
+  }
+
+  private call(method: string, request: Uint8Array, workflowId: string): Promise<Uint8Array> {
+    return new Promise((resolve, reject) => {
+      const id = (b: Uint8Array): Buffer => Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+      this.client.makeUnaryRequest<Uint8Array, Uint8Array>(
+        `${SERVICE}/${method}`,
+        id,
+        (b: Buffer) => b,
+        request,
+        new grpc.Metadata(),
+        { deadline: Date.now() + CALL_TIMEOUT_MS },
+        (err, res) => {
+          if (err?.code === grpc.status.NOT_FOUND) reject(new WorkflowNotFoundError(workflowId, err.details));
+          else if (err) reject(new Error(`${method}: ${err.details || err.message}`));
+          else resolve(res ?? new Uint8Array(0));
+        },
+      );
+    });
+  }
+
+  /** Runs a query on the workflow's current run and decodes its JSON answer. */
+  async query<T>(workflowId: string, queryType: string): Promise<T> {
+    const answer = decodeQueryResponse(await this.call('QueryWorkflow', encodeQueryRequest(this.namespace, workflowId, queryType), workflowId));
+    if (answer.rejectedStatus !== null) throw new Error(`query ${queryType} rejected: the workflow is not running (status ${answer.rejectedStatus})`);
+    return payloadValue(answer.result[0]) as T;
+  }
+
+  /** The workflow's pending activities with their last heartbeat (DescribeWorkflowExecution). */
+  async pendingActivities(workflowId: string): Promise<PendingActivity[]> {
+    const raw = decodePendingActivities(await this.call('DescribeWorkflowExecution', encodeDescribeRequest(this.namespace, workflowId), workflowId));
+    return raw.map((a) => ({ activityId: a.activityId, details: payloadValue(a.heartbeatDetails[0]) ?? null, attempt: a.attempt, lastHeartbeatMs: a.lastHeartbeatMs }));
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}

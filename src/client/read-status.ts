@@ -1,0 +1,15 @@
+import { workflowIdForTable } from '../names';
+import type { StatusView, state } from '../../workflows/messages';
+import { withPreparationProgress } from './preparation-progress';
+import type { ReadClient } from './read-client';
+
+// The query's wire name, checked against its one definition in workflows/messages.ts at
+// compile time: importing that module at run time loads @temporalio/workflow (~90 ms).
+const STATE_QUERY: (typeof state)['name'] = 'state';
+
+/** A table's status as operators see it: the state query with each preparation's last heartbeat joined in. */
+export async function readStatus(reader: ReadClient, table: string): Promise<StatusView> {
+  const id = workflowIdForTable(table);
+  const [view, pending] = await Promise.all([reader.query<StatusView>(id, STATE_QUERY), reader.pendingActivities(id)]);
+  return withPreparationProgress(view, pending, Date.now());
+}

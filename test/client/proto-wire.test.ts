@@ -1,0 +1,55 @@
+import Long from 'long';
+import { temporal, google } from '@temporalio/proto';
+import { describe, expect, it } from 'vitest';
+import { decodePendingActivities, decodeQueryResponse, encodeDescribeRequest, encodeQueryRequest } from '../../src/client/proto-wire';
+import { payloadValue } from '../../src/client/read-client';
+
+// The hand-written encoding of the read-only client against the SDK's own generated
+// proto classes: field numbers or wire types that drift fail here, not in production.
+
+const svc = temporal.api.workflowservice.v1;
+const json = (v: unknown) => ({ metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from(JSON.stringify(v)) });
+
+describe('read-only client wire format', () => {
+  it('requests decode as the SDK reads them', () => {
+    const q = svc.QueryWorkflowRequest.decode(encodeQueryRequest('ns-1', 'table/orders', 'state'));
+    expect([q.namespace, q.execution?.workflowId, q.execution?.runId, q.query?.queryType]).toEqual(['ns-1', 'table/orders', '', 'state']);
+    const d = svc.DescribeWorkflowExecutionRequest.decode(encodeDescribeRequest('ns-2', 'table/x'));
+    expect([d.namespace, d.execution?.workflowId]).toEqual(['ns-2', 'table/x']);
+  });
+
+  it('responses the SDK encodes decode to the same values; unknown fields are skipped', () => {
+    const view = { table: 'orders', backlog: 3, nested: { a: [1, 'é'] } };
+    const res = svc.QueryWorkflowResponse.encode({ queryResult: { payloads: [json(view)] } }).finish();
+    expect(payloadValue(decodeQueryResponse(res).result[0])).toEqual(view);
+    const rejected = decodeQueryResponse(svc.QueryWorkflowResponse.encode({ queryRejected: { status: 2 } }).finish());
+    expect(rejected.rejectedStatus).toBe(2);
+
+    const describe = svc.DescribeWorkflowExecutionResponse.encode({
+      workflowExecutionInfo: { execution: { workflowId: 'table/orders', runId: 'r' }, historyLength: Long.fromNumber(77) },
+      pendingActivities: [
+        {
+          activityId: 'prepare merge/s0 1-3',
+          activityType: { name: 'prepareMerge' },
+          heartbeatDetails: { payloads: [json({ phase: 'read', filesRead: 2 })] },
+          lastHeartbeatTime: google.protobuf.Timestamp.create({ seconds: Long.fromNumber(1_700_000_000), nanos: 250_000_000 }),
+          attempt: 3,
+          lastWorkerIdentity: 'w1',
+        },
+        { activityId: 'commit merge/s1 1-1', attempt: 1 },
+      ],
+      pendingWorkflowTask: { attempt: 1 },
+    }).finish();
+    const pending = decodePendingActivities(describe);
+    expect(pending.map((p) => ({ ...p, heartbeatDetails: p.heartbeatDetails.map(payloadValue) }))).toEqual([
+      { activityId: 'prepare merge/s0 1-3', heartbeatDetails: [{ phase: 'read', filesRead: 2 }], lastHeartbeatMs: 1_700_000_000_250, attempt: 3 },
+      { activityId: 'commit merge/s1 1-1', heartbeatDetails: [], lastHeartbeatMs: null, attempt: 1 },
+    ]);
+  });
+
+  it('payloads: json/plain and binary/null decode; other encodings are refused by name', () => {
+    expect(payloadValue({ metadata: { encoding: 'binary/null' }, data: new Uint8Array(0) })).toBeNull();
+    expect(payloadValue(undefined)).toBeUndefined();
+    expect(() => payloadValue({ metadata: { encoding: 'binary/protobuf' }, data: new Uint8Array(0) })).toThrow(/"binary\/protobuf" is not supported/);
+  });
+});
