@@ -1,7 +1,10 @@
 import type { ActivityInboundCallsInterceptor, ActivityInterceptorsFactory } from '@temporalio/worker';
+import { Context } from '@temporalio/activity';
 import { mapCommonError } from './failures';
+import { activityEnded } from './metrics';
 
-// The one error wrapper of every activity: errors every activity maps the same way
+// The one wrapper of every activity: it also closes the activity's last progress phase
+// for the phase-duration metric (metrics.ts). The one error wrapper: errors every activity maps the same way
 // (see failures.ts) are mapped here, once, instead of a try/catch in each. Workers
 // register it (src/worker/create-worker.ts); activity tests run under it too.
 
@@ -11,6 +14,8 @@ class CommonErrors implements ActivityInboundCallsInterceptor {
       return await next(input);
     } catch (err) {
       throw mapCommonError(err);
+    } finally {
+      activityEnded(Context.current());
     }
   }
 }

@@ -1,6 +1,7 @@
 import { CancelledFailure, Context } from '@temporalio/activity';
 import type { Progress } from './contract';
 import type { FaultHooks, FreezePoint } from './deps';
+import { phaseReached } from './metrics';
 
 // Heartbeats carry progress, not liveness: a heartbeat is sent only when the details
 // changed, so an activity that is alive but stuck stops heartbeating and the heartbeat
@@ -36,6 +37,7 @@ export class ProgressReporter {
     if (text === this.last) return;
     this.last = text;
     this.lastDetails = details;
+    phaseReached(this.ctx, details.phase);
     this.ctx.heartbeat(details);
   }
 

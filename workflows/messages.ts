@@ -1,13 +1,20 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { AwaitMergedRequest, AwaitMergedResult, BumpRequest, Demand, PauseRequest } from '../src/wire';
 import type { PolicyOverride } from '../src/config/policy-schema';
-import type { statusView } from '../src/policy';
+import type { DrainEstimate, Grant, statusView } from '../src/policy';
 import type { Policy } from '../src/policy/types';
 
 import type { WritePressure } from '../src/writer';
 
 /** The `state` query: the `status --json` object (README) plus what writers need. */
-export type StatusView = ReturnType<typeof statusView> & { stalledUnits: string[]; pressure: WritePressure; policy: Policy };
+export type StatusView = ReturnType<typeof statusView> & {
+  stalledUnits: string[];
+  pressure: WritePressure;
+  policy: Policy;
+  /** Absent from workflows running code from before the drain ETA and the grant record. */
+  drain?: DrainEstimate;
+  grants?: Grant[];
+};
 
 // Every signal, query and update of the table workflow, defined once; the wire name
 // equals the symbol. Workflows, the client and the tests import these constants.

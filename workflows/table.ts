@@ -9,13 +9,27 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { applyOverride, defaultPolicy, type PolicyOverride } from '../src/config/policy-schema';
-import { carryOver, initialState, statusView, stepAll, upgradeState, type CarriedState } from '../src/policy';
+import {
+  addRateSample,
+  carryOver,
+  estimateDrain,
+  initialState,
+  rateSample,
+  recordGrants,
+  statusView,
+  stepAll,
+  upgradeState,
+  type CarriedState,
+  type Grant,
+  type RateSample,
+} from '../src/policy';
 import type { Decision, PolicyEvent, TableState } from '../src/policy/types';
 import { checkAwaitMerged, checkSignal, type SignalName } from '../src/message-check';
 import * as msg from './messages';
 import { commitUnit, prepareUnit, runSnapshot } from './run-unit';
 import { Alarm } from './alarm';
 import { createUiPublisher } from './ui';
+import { createMetricsPublisher } from './metrics';
 
 export interface TableWorkflowArgs {
   table: string;
@@ -24,7 +38,7 @@ export interface TableWorkflowArgs {
   /** Per-table overrides of the global policy, applied at start. */
   policy?: PolicyOverride;
   /** Carried across continue-as-new (by older runs: without the fields added since, see upgradeState). */
-  carried?: { state: CarriedState; stalled: string[] };
+  carried?: { state: CarriedState; stalled: string[]; rates?: RateSample[]; grants?: Grant[] };
   /** Tests only: continue as new once history reaches this many events. */
   continueAsNewAtEvents?: number;
   /** Tests only: bound of the signal inbox (default MAX_INBOX). */
@@ -64,6 +78,12 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   const inbox: PolicyEvent[] = [{ type: 'timer' }];
   const alarm = new Alarm();
   const publishToUi = createUiPublisher();
+  const publishMetrics = createMetricsPublisher(st);
+  // The drain ETA's window of rate samples and the record of the last turn grants: kept
+  // by the shell (the core's decisions do not depend on them), carried across continue-as-new.
+  let rates: RateSample[] = args.carried?.rates ?? [];
+  let grants: Grant[] = args.carried?.grants ?? [];
+  const drain = () => estimateDrain(rates, rateSample(st, now()));
   let commitsInFlight = 0;
   let draining = false;
 
@@ -132,7 +152,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   setHandler(msg.state, () => {
     const view = statusView(st, now());
     const pressure = { writePressure: view.writePressure, backlog: view.backlog, hardBacklog: st.policy.hardBacklog, maxWriteDelayMs: st.policy.maxWriteDelayMs };
-    return { ...view, stalledUnits: [...stalled], pressure, policy: st.policy };
+    return { ...view, stalledUnits: [...stalled], pressure, policy: st.policy, drain: drain(), grants };
   });
 
   // ---- carrying out decisions ----
@@ -169,9 +189,18 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
     // While draining for continue-as-new, start nothing new: carryOver() hands
     // unstarted work to the next run.
     for (const d of r.decisions) if (!draining || d.type === 'wakeAt') execute(d);
+    rates = addRateSample(rates, rateSample(st, now()));
+    grants = recordGrants(grants, draining ? [] : r.decisions, now());
+    const eta = drain();
     // The UI publisher (ui.ts) reads pressure, backlog, turn holder and pause flags
     // from the state after every activation.
-    publishToUi(st, stalled.size > 0, now());
+    publishToUi(st, stalled.size > 0, now(), eta);
+    // Metrics must never fail the workflow task (a failing task stalls the table).
+    try {
+      publishMetrics(st, draining ? [] : r.decisions, now(), eta);
+    } catch (e) {
+      log.warn('metrics not published', { error: String(e) });
+    }
 
     const info = workflowInfo();
     const wantContinue = info.continueAsNewSuggested || (args.continueAsNewAtEvents !== undefined && info.historyLength >= args.continueAsNewAtEvents);
@@ -179,7 +208,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
     if (draining && commitsInFlight === 0) {
       await condition(allHandlersFinished);
       if (inbox.length > 0) continue; // events that arrived while handlers finished
-      await continueAsNew<typeof tableWorkflow>({ ...args, carried: { state: carryOver(st), stalled: [...stalled] } });
+      await continueAsNew<typeof tableWorkflow>({ ...args, carried: { state: carryOver(st), stalled: [...stalled], rates, grants } });
     }
   }
 }

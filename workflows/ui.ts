@@ -1,5 +1,5 @@
 import { setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
-import { backlogOf, statusView } from '../src/policy';
+import { backlogOf, formatDrain, statusView, type DrainEstimate } from '../src/policy';
 import type { TableState } from '../src/policy/types';
 import * as sa from './search-attributes';
 
@@ -12,10 +12,10 @@ import * as sa from './search-attributes';
 const NUMBERS_EVERY_MS = 1000;
 
 /** One publisher per workflow run: it remembers what it last upserted and when. */
-export function createUiPublisher(): (st: TableState, stalled: boolean, nowMs: number) => void {
+export function createUiPublisher(): (st: TableState, stalled: boolean, nowMs: number, drain: DrainEstimate) => void {
   let last: Published | null = null;
   let lastAtMs = 0;
-  return (st, stalled, nowMs) => {
+  return (st, stalled, nowMs, drain) => {
     const next = published(st, stalled);
     const changed = JSON.stringify(next) !== JSON.stringify(last);
     const urgent = last === null || categorical(next) !== categorical(last);
@@ -24,7 +24,7 @@ export function createUiPublisher(): (st: TableState, stalled: boolean, nowMs: n
       last = next;
       lastAtMs = nowMs;
     }
-    setCurrentDetails(detailsMarkdown(st, nowMs));
+    setCurrentDetails(detailsMarkdown(st, nowMs, drain));
   };
 }
 
@@ -54,12 +54,14 @@ function upsert(values: Published): void {
   ]);
 }
 
-function detailsMarkdown(st: TableState, nowMs: number): string {
+function detailsMarkdown(st: TableState, nowMs: number, drain: DrainEstimate): string {
   const v = statusView(st, nowMs);
   const lines = [
     `**${v.table}** version ${v.version} · backlog ${v.backlog} · writePressure ${v.writePressure.toFixed(2)}${v.paused ? ' · **paused**' : ''}${v.pausedKinds.length ? ` · paused kinds: ${v.pausedKinds.join(', ')}` : ''}`,
     '',
     v.turn ? `**turn:** ${v.turn.unitId} for ${v.turn.sinceSecs} s (${v.turn.why})` : '**turn:** free',
+    '',
+    `**drain ETA:** ${formatDrain(drain)}`,
   ];
   if (v.preparing.length) lines.push('', `**preparing:** ${v.preparing.map((p) => p.unitId).join(', ')} (progress: pending activities)`);
   if (v.queue.length) lines.push('', '**queue:**', ...v.queue.slice(0, 10).map((q) => `- ${q.unitId} class ${q.class}, ${q.waitedSecs} s: ${q.reason}`));

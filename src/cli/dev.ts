@@ -7,6 +7,7 @@ import { PROJECT_ROOT } from '../paths';
 import { int, str, UsageError, type Parsed } from './args';
 import { readConfig } from './context';
 import { runDemo } from './demo';
+import { installWorkerRuntime } from './worker';
 
 // `turnstile dev`: the embedded default. Starts (or reuses) the Temporal dev server with
 // SQLite under --data, N workers, optionally the demo, and stops everything it started
@@ -39,6 +40,8 @@ export async function dev(p: Parsed): Promise<void> {
   console.log(`Temporal gRPC: ${config.temporal.address}  namespace: ${config.temporal.namespace}`);
   console.log(`Temporal UI:   ${server?.uiUrl ?? '(external server)'}`);
   console.log(`Data:          ${config.dataRoot}`);
+  if (server) console.log(`Server metrics: ${server.metricsUrl}`);
+  await installWorkerRuntime(config, 'Metrics:      ');
 
   const workers: { worker: Worker; run: Promise<void>; close: () => Promise<void> }[] = [];
   for (let i = 0; i < workerCount; i++) {

@@ -1,4 +1,5 @@
 import type { StatusView } from '../../workflows/messages';
+import { formatDrain } from '../policy/drain-eta';
 
 type Preparing = StatusView['preparing'][number];
 
@@ -18,6 +19,8 @@ export function formatStatus(s: StatusView): string {
   const lines = [
     `table ${s.table}  version ${s.version}  backlog ${s.backlog}  writePressure ${s.writePressure.toFixed(2)}${s.paused ? '  PAUSED' : ''}${s.pausedKinds.length ? `  paused kinds: ${s.pausedKinds.join(',')}` : ''}`,
     `turn: ${s.turn ? `${s.turn.unitId} for ${s.turn.sinceSecs} s (${s.turn.why})` : 'free'}`,
+    // Absent from the state of workflows running older code.
+    ...(s.drain ? [`drain ETA: ${formatDrain(s.drain)}`] : []),
     'shards:',
     ...s.shards.map((sh) => `  ${sh.shard}  sealed ${sh.sealedThroughSeq}  merged ${sh.mergedThroughSeq}${sh.heldReason ? `  HELD: ${sh.heldReason}` : ''}`),
   ];
@@ -28,6 +31,7 @@ export function formatStatus(s: StatusView): string {
   const rejected = c.rejectedSignals ? `  rejected signals ${c.rejectedSignals}` : '';
   lines.push(`turns: ${Object.entries(c.turns).map(([k, n]) => `${k} ${n}`).join(', ')}  stalls ${c.stalls}  retries ${c.retries}${rejected}`);
   // Absent from the state of workflows running older code.
+  if (s.grants?.length) lines.push(`last turn: ${s.grants[s.grants.length - 1]!.unitId} (${s.grants[s.grants.length - 1]!.why}); \`turnstile why ${s.table}\` lists more`);
   if (s.snapshot) lines.push(`snapshot: every ${s.snapshot.everySecs} s, ${s.snapshot.running ? 'running' : `next in ${Math.round(s.snapshot.nextInSecs ?? 0)} s`}`);
   return lines.join('\n');
 }

@@ -118,6 +118,21 @@ export function buildProgram(): Command {
   }
 
   program
+    .command('top')
+    .description('a live view of every table (backlog, pressure, turn, longest wait, drain ETA, stalled), most backed-up first')
+    .option('--once', 'print one view and exit')
+    .option('--json', 'print one view as JSON and exit')
+    .option('--every <SECS>', 'refresh period, 1..3600 (default 2)')
+    .action(run(async () => (await import('./view-commands')).top));
+
+  program
+    .command('why')
+    .description("the table's last turn grants and why each unit won (class, promotion, bump, aging)")
+    .argument('<NAME>', 'table name')
+    .option('--json', 'print JSON')
+    .action(run(async () => (await import('./view-commands')).why));
+
+  program
     .command('policy')
     .description("change a table's policy (validated by its workflow, kept in table.json)")
     .argument('<NAME>', 'table name')

@@ -22,6 +22,11 @@ export const configSchema = z
         maxConcurrentActivities: z.number().int().min(1, { message: 'must be an integer in [1, 256]' }).max(256, { message: 'must be an integer in [1, 256]' }).default(8),
         shutdownGraceSecs: z.number().int().min(0, { message: 'must be an integer in [0, 600]' }).max(600, { message: 'must be an integer in [0, 600]' }).default(30),
         prepareCheckpointSecs: z.number().min(0, { message: 'must be a number in [0, 3600]' }).max(3600, { message: 'must be a number in [0, 3600]' }).default(10),
+        // Port 0 picks a free port (printed at start), so several workers on one host never collide.
+        metricsAddress: z
+          .string()
+          .regex(/^(off|[^\s:]+:\d{1,5})$/, { message: "must be HOST:PORT (port 0: any free port) or 'off'" })
+          .default('127.0.0.1:0'),
       })
       .strict()
       .default({}),
@@ -32,7 +37,7 @@ export const configSchema = z
 export interface Config {
   temporal: { address: string; namespace: string; taskQueue: string };
   dataRoot: string;
-  worker: { maxConcurrentActivities: number; shutdownGraceSecs: number; prepareCheckpointSecs: number };
+  worker: { maxConcurrentActivities: number; shutdownGraceSecs: number; prepareCheckpointSecs: number; metricsAddress: string };
   policy: Policy;
 }
 
@@ -42,6 +47,7 @@ export const ENV_KEYS: Record<string, string[]> = {
   TEMPORAL_NAMESPACE: ['temporal', 'namespace'],
   TURNSTILE_TASK_QUEUE: ['temporal', 'taskQueue'],
   TURNSTILE_DATA: ['dataRoot'],
+  TURNSTILE_METRICS_ADDRESS: ['worker', 'metricsAddress'],
 };
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; error: string };

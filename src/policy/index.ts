@@ -23,3 +23,5 @@ export { foldDemand, foldSnapshot } from './fold';
 export { nextWakeAt } from './wake';
 export { NEVER } from './time';
 export { factsOf, seqHorizon, refuseDemand, refuseAwaitMerged, refuseBump, refusePause, refuseResume, type TableFacts } from './admit';
+export { rateSample, addRateSample, estimateDrain, formatDrain, DRAIN_WINDOW_MS, DRAIN_SAMPLE_EVERY_MS, type RateSample, type DrainEstimate, type DrainState } from './drain-eta';
+export { recordGrants, MAX_GRANTS, type Grant } from './grants';

@@ -32,21 +32,25 @@ export interface DevServerOptions {
   uiPort?: number;
   headless?: boolean;
   logFile?: string;
+  /** Port of the server's own Prometheus endpoint (default: a free one). */
+  metricsPort?: number;
 }
 
 export interface DevServer {
   address: string;
   uiUrl: string | null;
+  /** The server's own Prometheus metrics (its frontend, history and persistence). */
+  metricsUrl: string;
   pid: number;
   stop(): Promise<void>;
 }
 
-export async function freePort(): Promise<number> {
+export async function freePort(host = '127.0.0.1'): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.unref();
     srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
+    srv.listen(0, host, () => {
       const { port } = srv.address() as net.AddressInfo;
       srv.close(() => resolve(port));
     });
@@ -90,6 +94,7 @@ function watchParent(serverPid: number): ChildProcess {
 export async function startDevServer(opts: DevServerOptions): Promise<DevServer> {
   const port = opts.port ?? (await freePort());
   const uiPort = opts.uiPort ?? (await freePort());
+  const metricsPort = opts.metricsPort ?? (await freePort());
   fs.mkdirSync(path.dirname(opts.dbFile), { recursive: true });
   const args = [
     'server', 'start-dev',
@@ -98,6 +103,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     '--db-filename', opts.dbFile,
     '--sqlite-pragma', 'journal_mode=wal',
     '--log-level', 'warn',
+    '--metrics-port', String(metricsPort),
     ...SEARCH_ATTRIBUTE_FLAGS.flatMap((sa) => ['--search-attribute', sa]),
     ...Object.entries(DEV_DYNAMIC_CONFIG).flatMap(([k, v]) => ['--dynamic-config-value', `${k}=${JSON.stringify(v)}`]),
     ...(opts.headless ? ['--headless'] : ['--ui-port', String(uiPort)]),
@@ -122,6 +128,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   return {
     address,
     uiUrl: opts.headless ? null : `http://127.0.0.1:${uiPort}`,
+    metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
     pid: child.pid!,
     async stop() {
       process.off('exit', killNow);

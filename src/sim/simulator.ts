@@ -179,7 +179,8 @@ class Simulation {
   }
 
   private prepare(u: Unit): void {
-    const ms = draw(this.rng, this.cfg.prepareMs[u.kind]);
+    const perGeneration = u.kind === 'merge' ? (u.toSeq - u.fromSeq + 1) * (this.cfg.mergeMsPerGeneration ?? 0) : 0;
+    const ms = draw(this.rng, this.cfg.prepareMs[u.kind]) + perGeneration;
     const fail = this.failure(this.cfg.prepareFaults);
     if (fail) return this.later(ms, { type: 'prepareFailed', unitId: u.id, ...fail });
     const needsCommit = u.kind === 'merge' || chance(this.rng, this.cfg.needsCommit?.[u.kind] ?? 1);

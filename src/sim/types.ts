@@ -56,6 +56,11 @@ export interface SimConfig {
   /** The run stops at this simulated time. */
   endMs: number;
   prepareMs: PerKind<Range>;
+  /**
+   * Added to a merge's preparation per generation in its range, so merge throughput is
+   * bounded (without it a merge of any range costs the same and backlog never builds).
+   */
+  mergeMsPerGeneration?: number;
   commitMs: PerKind<Range>;
   snapshotMs?: Range;
   arrivals?: ArrivalProcess[];

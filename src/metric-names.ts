@@ -1,0 +1,33 @@
+// Turnstile's own Prometheus metrics, named once: the workflow (workflows/metrics.ts)
+// and the activities (activities/metrics.ts) emit them, the worker's runtime sets their
+// histogram buckets (src/worker/runtime.ts), and the Grafana dashboard
+// (docs/grafana-dashboard.json) queries them; its test checks it uses only names a real
+// Prometheus scraped. Counters carry `_total` themselves (the exporter adds no suffix).
+
+export const METRICS = {
+  /** gauge {table}: sum over shards of sealed minus merged generations. */
+  backlog: 'turnstile_backlog',
+  /** gauge {table}: writePressure in [0, 1]. */
+  writePressure: 'turnstile_write_pressure',
+  /** gauge {table}: units waiting for the turn (the status queue's length). */
+  queueLength: 'turnstile_queue_length',
+  /** gauge {table}: bytes reserved by the table's units that are preparing or hold prepared batches. */
+  reservedBytes: 'turnstile_reserved_bytes',
+  /** gauge {table}: estimated seconds until backlog 0 (+Inf: never at current rates). */
+  drainEtaSeconds: 'turnstile_drain_eta_seconds',
+  /** histogram {table, kind}: seconds a unit waited from commit-ready to its turn. */
+  turnWaitSeconds: 'turnstile_turn_wait_seconds',
+  /** counter {table, kind}: turns granted. */
+  turns: 'turnstile_turns_total',
+  /** counter {table}: stalled units (no progress for stallSecs of their phase). */
+  stalls: 'turnstile_stalls_total',
+  /** counter {table}: retried preparations and commits. */
+  retries: 'turnstile_retries_total',
+  /** counter {table}: rows merged into the base table. */
+  rowsMerged: 'turnstile_rows_merged_total',
+  /** histogram {activity_type, phase}: seconds an activity spent in each progress phase. */
+  phaseSeconds: 'turnstile_phase_seconds',
+} as const;
+
+/** Bucket bounds (seconds) for the histograms: waits and phases run from milliseconds to minutes. */
+export const SECONDS_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800];
