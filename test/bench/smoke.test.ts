@@ -41,3 +41,9 @@ test('many-tables: every seal is merged and answered, no workflow task timeouts'
   expect(out).toMatch(/workflow task timeouts 0, workflow task failures 0/);
   expect(out).toMatch(/^worker 1: CPU [\d.]+ s/m);
 });
+
+test('wait-merged-fanout: every waiting process answers with the version of the commit', async () => {
+  const out = await bench('wait-merged-fanout.ts', ['--processes', '3', '--settle-secs', '3']);
+  expect(out).toMatch(/answered with the right version \(\d+\): 3\/3/);
+  expect(out).toMatch(/commit done -> answer \(ms\): first -?\d+, p50 -?\d+, last -?\d+/);
+});
