@@ -8,7 +8,7 @@ import { CHECKSUM_KEY, embeddedChecksumProblem, encodeChecksummed, withoutChecks
 
 // The file helpers live in atomic-file.ts (which needs no Arrow, so modules that only
 // write JSON do not load apache-arrow); re-exported for the modules that use both.
-export { fsyncDir, tempPathFor, writeFileAtomic, writeFilesAtomic } from './atomic-file';
+export { fsyncDir, tempPathFor, writeFileAtomic } from './atomic-file';
 
 // lancedb loads apache-arrow with CommonJS `require`. An ESM `import` of the same
 // package (what vitest and tsx do for node_modules) yields a SECOND Arrow instance,

@@ -45,29 +45,20 @@ async function writeDurable(file: string, bytes: Uint8Array | string): Promise<v
 }
 
 /**
- * Write several files so that readers see each either not at all or whole, also after
- * a crash: temp files written and fsynced in parallel (one journal commit on ext4
- * instead of one per file), renamed in the given order, then one fsync of each
- * directory (makes the renames durable). Renames follow the list order, so a file
- * listed first is in place before a later one appears.
- */
-export async function writeFilesAtomic(files: readonly { file: string; bytes: Uint8Array | string }[]): Promise<void> {
-  const temps = files.map((f) => ({ ...f, tmp: tempPathFor(f.file) }));
-  try {
-    await Promise.all(temps.map((t) => writeDurable(t.tmp, t.bytes)));
-    for (const t of temps) await fs.rename(t.tmp, t.file);
-  } catch (err) {
-    await Promise.all(temps.map((t) => fs.rm(t.tmp, { force: true })));
-    throw err;
-  }
-  for (const dir of new Set(files.map((f) => path.dirname(f.file)))) await fsyncDir(dir);
-}
-
-/**
  * Write bytes so that readers see either nothing or the whole file, also after a
  * crash: temp file, fsync, rename, fsync of the directory (makes the rename durable).
  */
-export const writeFileAtomic = (file: string, bytes: Uint8Array | string): Promise<void> => writeFilesAtomic([{ file, bytes }]);
+export async function writeFileAtomic(file: string, bytes: Uint8Array | string): Promise<void> {
+  const tmp = tempPathFor(file);
+  try {
+    await writeDurable(tmp, bytes);
+    await fs.rename(tmp, file);
+  } catch (err) {
+    await fs.rm(tmp, { force: true });
+    throw err;
+  }
+  await fsyncDir(path.dirname(file));
+}
 
 /**
  * Create `file` durably only if no file of that name exists: the temp file is written
