@@ -25,6 +25,8 @@ export const METRICS = {
   retries: 'turnstile_retries_total',
   /** counter {table}: rows merged into the base table. */
   rowsMerged: 'turnstile_rows_merged_total',
+  /** counter {table}: signals dropped by the table's checks or over its inbox bound (hostile or buggy clients). */
+  rejectedSignals: 'turnstile_rejected_signals_total',
   /** histogram {activity_type, phase}: seconds an activity spent in each progress phase. */
   phaseSeconds: 'turnstile_phase_seconds',
 } as const;

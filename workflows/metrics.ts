@@ -24,16 +24,17 @@ function instruments() {
     stalls: metricMeter.createCounter(METRICS.stalls, '', 'units that stalled (no progress for stallSecs)'),
     retries: metricMeter.createCounter(METRICS.retries, '', 'retried preparations and commits'),
     rowsMerged: metricMeter.createCounter(METRICS.rowsMerged, '', 'rows merged into the base table'),
+    rejectedSignals: metricMeter.createCounter(METRICS.rejectedSignals, '', 'signals dropped by the table checks or over the inbox bound'),
   };
 }
 
 /** One publisher per run, starting from the counters the run began with. */
 export function createMetricsPublisher(start: TableState): (st: TableState, decisions: Decision[], nowMs: number, drain: DrainEstimate) => void {
-  const { backlog, pressure, queueLength, reserved, drainEta, turnWait, turns, stalls, retries, rowsMerged } = instruments();
+  const { backlog, pressure, queueLength, reserved, drainEta, turnWait, turns, stalls, retries, rowsMerged, rejectedSignals } = instruments();
   let last: Counters = start.counters;
   // Counters appear once they are added to: 0 makes stalls and retries visible (and
   // the dashboard's panels non-empty) before the first one happens.
-  for (const c of [stalls, retries, rowsMerged]) c.add(0, { table: start.table });
+  for (const c of [stalls, retries, rowsMerged, rejectedSignals]) c.add(0, { table: start.table });
   return (st, decisions, nowMs, drain) => {
     const tags = { table: st.table };
     backlog.set(backlogOf(st), tags);
@@ -55,6 +56,7 @@ export function createMetricsPublisher(start: TableState): (st: TableState, deci
     addDelta(stalls, c.stalls - last.stalls, tags);
     addDelta(retries, c.retries - last.retries, tags);
     addDelta(rowsMerged, c.rowsMerged - last.rowsMerged, tags);
+    addDelta(rejectedSignals, (c.rejectedSignals ?? 0) - (last.rejectedSignals ?? 0), tags);
     last = c;
   };
 }

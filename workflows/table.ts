@@ -20,6 +20,7 @@ import {
   stepAll,
   upgradeState,
   type CarriedState,
+  type DrainEstimate,
   type Grant,
   type RateSample,
 } from '../src/policy';
@@ -39,7 +40,7 @@ export interface TableWorkflowArgs {
   policy?: PolicyOverride;
   /** Carried across continue-as-new (by older runs: without the fields added since, see upgradeState). */
   carried?: { state: CarriedState; stalled: string[]; rates?: RateSample[]; grants?: Grant[] };
-  /** Tests only: continue as new once history reaches this many events. */
+  /** Continue as new once history reaches this many events (default RUN_EVENTS_BOUND; tests set less). */
   continueAsNewAtEvents?: number;
   /** Tests only: bound of the signal inbox (default MAX_INBOX). */
   maxInbox?: number;
@@ -48,6 +49,14 @@ export interface TableWorkflowArgs {
 }
 
 const MAX_INBOX = 10_000;
+/**
+ * A run continues as new at this many history events even before Temporal suggests it
+ * (4,096 events). A worker that loses its cache replays the whole run, about 1-2 ms per
+ * signal on a loaded 2-core machine; a burst of signals makes each workflow task carry
+ * hundreds of them and the replay of a long run can outlast the task timeout. Short runs
+ * keep every replay short.
+ */
+const RUN_EVENTS_BOUND = 2_000;
 /** Longest an awaitMerged update waits before answering "not yet" (README: hostile clients). */
 export const AWAIT_MERGED_BOUND_SECS = 20;
 
@@ -74,6 +83,8 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   // Signals checked against the table, and awaitMerged answered within a bound (issue 11,
   // "hostile clients"): the bound arms a timer, so runs recorded before it replay without.
   const hostileChecks = patched('hostile-clients');
+  // Runs recorded before the default event bound continued as new only when told to.
+  const runEventsBound = args.continueAsNewAtEvents ?? (patched('bounded-runs') ? RUN_EVENTS_BOUND : undefined);
   const stalled = new Set(args.carried?.stalled ?? []);
   const inbox: PolicyEvent[] = [{ type: 'timer' }];
   const alarm = new Alarm();
@@ -84,14 +95,25 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   let rates: RateSample[] = args.carried?.rates ?? [];
   let grants: Grant[] = args.carried?.grants ?? [];
   const drain = () => estimateDrain(rates, rateSample(st, now()));
+  // Metrics must never fail the workflow task (a failing task stalls the table).
+  const publishMetricsSafely = (state: TableState, decisions: Decision[], eta: DrainEstimate) => {
+    try {
+      publishMetrics(state, decisions, now(), eta);
+    } catch (e) {
+      log.warn('metrics not published', { error: String(e) });
+    }
+  };
   let commitsInFlight = 0;
   let draining = false;
 
   // Activity results are always queued (the turn depends on them); operator and writer
   // signals are bounded, and a dropped demand is recovered by the periodic snapshot.
   const push = (ev: PolicyEvent) => inbox.push(ev);
+  // A dropped signal queues no event; this wakes the loop to publish its count anyway.
+  let rejectedUnpublished = false;
   const reject = (why: string) => {
     log.warn(`signal dropped: ${why}`);
+    rejectedUnpublished = true;
     // Counting changes no command, but runs from before the checks keep their state as recorded.
     if (hostileChecks) st = { ...st, counters: { ...st.counters, rejectedSignals: (st.counters.rejectedSignals ?? 0) + 1 } };
   };
@@ -180,8 +202,15 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   };
 
   for (;;) {
-    await condition(() => inbox.length > 0 || alarm.fired);
+    await condition(() => inbox.length > 0 || alarm.fired || rejectedUnpublished);
     if (alarm.take()) inbox.push({ type: 'timer' });
+    if (inbox.length === 0) {
+      // Only dropped signals: publish their count; no step, so no command changes.
+      rejectedUnpublished = false;
+      publishMetricsSafely(st, [], drain());
+      continue;
+    }
+    rejectedUnpublished = false;
 
     // Everything that arrived in this activation happened at one instant: decide once.
     const r = stepAll(st, inbox.splice(0), now());
@@ -195,15 +224,10 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
     // The UI publisher (ui.ts) reads pressure, backlog, turn holder and pause flags
     // from the state after every activation.
     publishToUi(st, stalled.size > 0, now(), eta);
-    // Metrics must never fail the workflow task (a failing task stalls the table).
-    try {
-      publishMetrics(st, draining ? [] : r.decisions, now(), eta);
-    } catch (e) {
-      log.warn('metrics not published', { error: String(e) });
-    }
+    publishMetricsSafely(st, draining ? [] : r.decisions, eta);
 
     const info = workflowInfo();
-    const wantContinue = info.continueAsNewSuggested || (args.continueAsNewAtEvents !== undefined && info.historyLength >= args.continueAsNewAtEvents);
+    const wantContinue = info.continueAsNewSuggested || (runEventsBound !== undefined && info.historyLength >= runEventsBound);
     if (wantContinue) draining = true;
     if (draining && commitsInFlight === 0) {
       await condition(allHandlersFinished);

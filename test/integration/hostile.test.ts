@@ -1,4 +1,7 @@
-import { Client, Connection, WorkflowUpdateStage } from '@temporalio/client';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { WorkflowUpdateStage } from '@temporalio/client';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { MergeWaiter } from '../../src/client/merge-waiter';
 import { TableWriter, workflowArgsFor } from '../../src/client/table-writer';
@@ -30,6 +33,31 @@ async function newTable(prefix: string, shards: number, extra: { awaitMergedBoun
   await h.tables.start({ ...workflowArgsFor(meta), policy: QUIET, ...extra });
   const writer = await TableWriter.open(h.tables, h.dataRoot, table);
   return { table, writer, handle: h.tables.handle(table) };
+}
+
+/** A client process (fixtures/merge-waits.ts) waiting for `seq` on each shard at once. */
+function waiterProcess(table: string, seq: number, shards: string[]) {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'fixtures', 'merge-waits.ts'), h.address, table, String(seq), ...shards], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const p = { answers: [] as { answer: AwaitMergedResult; atMs: number }[], maxInFlight: -1, ready: undefined as unknown as Promise<void>, exited: undefined as unknown as Promise<number | null> };
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  p.ready = new Promise((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout });
+    lines.on('line', (line) => {
+      if (line === 'ready') return resolve();
+      const o = JSON.parse(line) as { answer?: AwaitMergedResult; atMs?: number; maxInFlight?: number };
+      if (o.answer) p.answers.push({ answer: o.answer, atMs: o.atMs! });
+      if (o.maxInFlight !== undefined) p.maxInFlight = o.maxInFlight;
+    });
+    child.once('exit', (code) => reject(new Error(`waiter process exited ${code} before it was ready: ${err}`)));
+  });
+  p.exited = new Promise((resolve) => child.once('exit', (code) => {
+    if (code !== 0) console.error(`[hostile] waiter process exited ${code}: ${err}`);
+    resolve(code);
+  }));
+  return p;
 }
 
 /** What the update failed with, as the caller sees it (the validator's ApplicationFailure message). */
@@ -82,7 +110,7 @@ test('signals that make no sense for the table are dropped and counted; updates 
   expect((await handle.fetchHistory()).events?.length).toBe(before);
 });
 
-test('50 waiters in 10 clients (own connection and MergeWaiter each, as 10 processes) and 10 hostile never-satisfied updates do not take the update slots: policy --set and bump answer within seconds, every waiter gets its merge', async () => {
+test('50 waiters in 10 processes and 10 hostile never-satisfied updates do not take the update slots: policy --set and bump answer within seconds, every waiter gets its merge', async () => {
   const BOUND_SECS = 3;
   const { table, writer, handle } = await newTable('slots', 5, { awaitMergedBoundSecs: BOUND_SECS });
   const shards = shardNames(5);
@@ -93,19 +121,11 @@ test('50 waiters in 10 clients (own connection and MergeWaiter each, as 10 proce
   expect(await writer.flush()).toEqual({});
   await eventually(async () => (await h.tables.state(table)).shards.every((x) => x.sealedThroughSeq === 1), 'seals known');
 
-  // Ten "processes": each its own connection and MergeWaiter, five waits (one per shard),
-  // so 50 awaitMerged updates in flight at once.
-  const clients = await Promise.all(Array.from({ length: 10 }, () => Connection.connect({ address: h.address })));
-  const waiters = clients.map((connection) => new MergeWaiter(new Client({ connection })));
-  const answered: { ms: number; r: AwaitMergedResult }[] = [];
+  // Ten client processes, each its own connection and MergeWaiter, five waits (one per
+  // shard): 50 awaitMerged updates in flight at once.
   const t0 = Date.now();
-  const waits = waiters.flatMap((w) =>
-    shards.map((s) =>
-      w.wait(table, s, 1).then((r) => {
-        answered.push({ ms: Date.now(), r });
-      }),
-    ),
-  );
+  const procs = Array.from({ length: 10 }, () => waiterProcess(table, 1, shards));
+  await Promise.all(procs.map((p) => p.ready));
 
   // Ten hostile raw updates for a seq nobody will seal, re-sent as soon as answered: ten
   // slots are held all the time. Each answer comes within the bound, saying "not yet".
@@ -129,26 +149,28 @@ test('50 waiters in 10 clients (own connection and MergeWaiter each, as 10 proce
   const b0 = Date.now();
   await h.tables.bump(table, { kind: 'optimize', reason: 'still answering', forSecs: 60 });
   const bumpMs = Date.now() - b0;
-  expect(answered).toHaveLength(0);
+  expect(procs.flatMap((p) => p.answers)).toHaveLength(0);
 
   // Let the waits outlive their bound at least once (they are re-asked), then merge.
   await new Promise((r) => setTimeout(r, BOUND_SECS * 1000 + 500));
-  expect(answered).toHaveLength(0);
+  expect(procs.flatMap((p) => p.answers)).toHaveLength(0);
   const m0 = Date.now();
   await h.tables.resume(table, { kind: 'merge' });
-  await Promise.all(waits);
-  const lastMs = Math.max(...answered.map((a) => a.ms)) - m0;
+  const exits = await Promise.all(procs.map((p) => p.exited));
+  const answered = procs.flatMap((p) => p.answers);
+  const lastMs = Math.max(...answered.map((a) => a.atMs)) - m0;
   hostile = false;
   await Promise.all(raws);
-  await Promise.all(clients.map((c) => c.close()));
 
   const st = await h.tables.state(table);
+  expect(exits).toEqual(procs.map(() => 0));
   expect(answered).toHaveLength(50);
   for (const a of answered) {
-    expect(a.r).toMatchObject({ merged: true, seq: 1 });
-    expect(a.r.version).toBeGreaterThan(0);
+    expect(a.answer).toMatchObject({ merged: true, seq: 1 });
+    expect(a.answer.version).toBeGreaterThan(0);
   }
-  expect(Math.max(...waiters.map((w) => w.maxInFlight))).toBe(5);
+  // Each process coalesces: one update per shard in flight, never more.
+  expect(procs.map((p) => p.maxInFlight)).toEqual(procs.map(() => 5));
   expect(hostileAnswers.length).toBeGreaterThanOrEqual(10);
   // "Within seconds": the bound plus the slack a loaded shared 2-core machine needs.
   expect(hostileAnswers.filter((a) => a.merged)).toEqual([]);
@@ -163,11 +185,11 @@ test('50 waiters in 10 clients (own connection and MergeWaiter each, as 10 proce
   );
 });
 
-// The issue asks for 20,000 signals: BURST_N=20000 runs that (it passed once in 153 s
-// on the shared 2-core machine, README "Hostile and buggy clients"); the suite sends
-// 4,000, about 20 s. Continue-as-new every 1,500 events crosses several runs.
+// The issue asks for 20,000 signals: BURST_N=20000 runs that (README "Hostile and buggy
+// clients"); the suite sends 4,000, about 20 s. The table runs with its default
+// continue-as-new bound (2,000 events), so the burst crosses runs as it would in use.
 test('a burst of demand signals (duplicated, out of order, stale revisions) leaves the watermarks exact, through continue-as-new', async () => {
-  const { table, handle } = await newTable('burst', 4, { continueAsNewAtEvents: 1500 });
+  const { table, handle } = await newTable('burst', 4);
   const shards = shardNames(4);
   // Merges paused: the watermarks are exactly what folding made of the demand.
   await h.tables.pause(table, { kind: 'merge' });
@@ -206,12 +228,23 @@ test('a burst of demand signals (duplicated, out of order, stale revisions) leav
   }, 'every demand folded', 240_000, 500);
   const foldedMs = Date.now() - t0;
   const d = await handle.describe();
-  console.log(`[hostile] ${sent.length} demand signals: sent in ${sendMs} ms, folded after ${foldedMs} ms, ${errors.length} refused by the server; runs: continued as new ${d.runId === firstRun ? 'never' : 'at least once'}`);
+  // Every run of the table, from visibility: how long each one's history grew.
+  const runs = await eventually(async () => {
+    const list: { runId: string; status: string; events: number }[] = [];
+    for await (const r of h.client.workflow.list({ query: `WorkflowId = '${handle.workflowId}'` })) list.push({ runId: r.runId, status: r.status.name, events: r.historyLength ?? 0 });
+    return list.some((r) => r.runId === firstRun) && list.some((r) => r.runId === d.runId) && list;
+  }, 'the runs listed');
+  const maxEvents = Math.max(...runs.map((r) => r.events));
+  console.log(`[hostile] ${sent.length} demand signals: sent in ${sendMs} ms, folded after ${foldedMs} ms, ${errors.length} refused by the server; ${runs.length} runs, longest ${maxEvents} events`);
   expect(errors).toEqual([]);
   expect(s.shards.map((sh) => [sh.shard, sh.sealedThroughSeq])).toEqual(shards.map((sh) => [sh, expected.get(sh)!.seq]));
   expect(s.counters.rejectedSignals).toBe(0);
   expect(d.status.name).toBe('RUNNING');
   expect(d.runId).not.toBe(firstRun);
+  expect(runs.filter((r) => r.runId !== d.runId).map((r) => r.status)).toEqual(runs.slice(1).map(() => 'CONTINUED_AS_NEW'));
+  // Bounded runs: none grows far past the bound (2,000) while a burst keeps arriving
+  // (continue-as-new waits for a task with no new signal; Temporal warns at 10,240).
+  expect(maxEvents).toBeLessThan(5_000);
   // Healthy afterwards: it still answers an update and an operator signal.
   expect((await h.tables.setPolicy(table, { softBacklog: 7 })).softBacklog).toBe(7);
 }, 300_000);

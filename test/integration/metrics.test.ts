@@ -8,6 +8,8 @@ import { freePort } from '../../src/server/dev-server';
 import { createTableMeta } from '../../src/storage/generation-store';
 import { TableWriter } from '../../src/client/table-writer';
 import { generateRows } from '../../src/writer';
+import { workflowIdForTable } from '../../src/names';
+import * as msg from '../../workflows/messages';
 import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';
 import { startPrometheus, type PromServer } from '../support/prometheus';
 import { findTool, PROMETHEUS } from '../support/tools';
@@ -85,10 +87,20 @@ test('prometheus scrapes a worker under load: turnstile_backlog for the table, t
   expect(Number(waits[0]?.value[1])).toBeGreaterThanOrEqual(status.counters.turns.merge);
   await eventually(async () => (await prom!.query(`${METRICS.phaseSeconds}_count{phase="read"}`)).length > 0, 'phase durations scraped', 30_000, 500);
 
+  // A signal a buggy client sends for a shard the table does not have is dropped and
+  // counted: the same count in status and in Prometheus.
+  await h.client.workflow.getHandle(workflowIdForTable(table)).signal(msg.demand, { shard: 's9', sealedThroughSeq: 1, revision: 1 });
+  const rejected = await eventually(async () => {
+    const r = await prom!.query(`${METRICS.rejectedSignals}{table="${table}"} > 0`);
+    return r.length === 1 ? Number(r[0]!.value[1]) : null;
+  }, 'rejected signals scraped', 30_000, 500);
+  expect(rejected).toBe(1);
+  expect((await h.tables.status(table)).counters.rejectedSignals).toBe(1);
+
   // The SDK's own runtime metrics come through the same exporter.
   const names = await prom.names();
   expect(names).toContain('temporal_workflow_task_execution_latency_bucket');
-  for (const n of [METRICS.backlog, METRICS.writePressure, METRICS.queueLength, METRICS.reservedBytes, METRICS.drainEtaSeconds, METRICS.turns, METRICS.stalls, METRICS.retries, METRICS.rowsMerged]) expect(names).toContain(n);
+  for (const n of [METRICS.backlog, METRICS.writePressure, METRICS.queueLength, METRICS.reservedBytes, METRICS.drainEtaSeconds, METRICS.turns, METRICS.stalls, METRICS.retries, METRICS.rowsMerged, METRICS.rejectedSignals]) expect(names).toContain(n);
 
   // The Grafana dashboard: every metric its queries name was scraped here.
   const dashboard = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'docs', 'grafana-dashboard.json'), 'utf8')) as { panels: { title: string; targets: { expr: string }[] }[] };
