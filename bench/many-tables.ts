@@ -19,7 +19,8 @@ import { TableWriter, workflowArgsFor } from '../src/client/table-writer';
 import { workflowIdForTable } from '../src/names';
 import { createTableMeta } from '../src/storage/generation-store';
 import { generateRows } from '../src/writer';
-import { stat } from './phases';
+import { activityRunsOf } from '../test/support/history';
+import { stat, workflowTaskLatencies } from './phases';
 import { benchServer, cpuSeconds, mib, peakRssBytes, startWorkerProcess, stopProcess } from './support';
 
 const E = temporal.api.enums.v1.EventType;
@@ -112,16 +113,28 @@ async function main(): Promise<void> {
     const cpu1 = { server: server ? cpuSeconds(server.pid) : null, workers: workers.map((w) => cpuSeconds(w.pid!)) };
 
     // Workflow task timeouts/failures and history sizes, from every table's history.
-    let wftTimeouts = 0;
     let wftFailures = 0;
     const events: number[] = [];
+    const wftQueue: number[] = [];
+    const wftRun: number[] = [];
+    const timeouts: Record<string, number> = {};
+    const activityQueue: number[] = [];
+    const activityRun = new Map<string, number[]>();
     for (let i = 0; i < names.length; i += 50) {
       await Promise.all(
         names.slice(i, i + 50).map(async (name) => {
           const h = await client.workflow.getHandle(workflowIdForTable(name)).fetchHistory();
           const ev = h.events ?? [];
           events.push(ev.length);
-          wftTimeouts += ev.filter((e) => e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT).length;
+          const w = workflowTaskLatencies(ev);
+          wftQueue.push(...w.wftQueue);
+          wftRun.push(...w.wftRun);
+          for (const [t, n] of Object.entries(w.timeouts)) timeouts[t] = (timeouts[t] ?? 0) + n;
+          for (const r of activityRunsOf(h)) {
+            if (r.startedAtMs === null) continue;
+            activityQueue.push(r.startedAtMs - r.scheduledAtMs);
+            if (r.closedAtMs !== null) activityRun.set(r.type, [...(activityRun.get(r.type) ?? []), r.closedAtMs - r.startedAtMs]);
+          }
           wftFailures += ev.filter((e) => e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_FAILED).length;
         }),
       );
@@ -132,7 +145,10 @@ async function main(): Promise<void> {
     const offered = Math.round((TABLES * MINUTES * 60_000) / INTERVAL_MS);
     console.log(`offered ${offered} seals, sealed ${sealed}, merged and answered ${latencies.length}, not merged within ${GRACE_MS / 1000} s after the end ${unmerged}, failures ${failures.length}${failures.length ? ` (first: ${failures[0]})` : ''}`);
     console.log(`seal -> merged (ms): p50 ${l.p50.toFixed(0)}  p99 ${l.p99.toFixed(0)}  max ${Math.max(0, ...latencies).toFixed(0)}`);
-    console.log(`workflow task timeouts ${wftTimeouts}, workflow task failures ${wftFailures}`);
+    const wftTimeouts = Object.values(timeouts).reduce((a, b) => a + b, 0);
+    console.log(`workflow task timeouts ${wftTimeouts}${wftTimeouts ? ` (${Object.entries(timeouts).map(([t, n]) => `${t} ${n}`).join(', ')})` : ''}, workflow task failures ${wftFailures}`);
+    const line = (name: string, v: number[]) => `  ${name.padEnd(28)} n ${String(v.length).padStart(6)}  p50 ${stat(v).p50.toFixed(0).padStart(6)}  p99 ${stat(v).p99.toFixed(0).padStart(6)} ms`;
+    console.log(['where the time went (from the histories):', line('workflow task queue', wftQueue), line('workflow task run', wftRun), line('activity queue', activityQueue), ...[...activityRun].map(([t, v]) => line(`activity ${t}`, v))].join('\n'));
     console.log(`history events per table: p50 ${ev.p50}  max ${Math.max(0, ...events)}  (${perHour(ev.p50).toFixed(0)} per table per hour at p50)`);
     const d = (a: number | null, b: number | null) => (a === null || b === null ? null : b - a);
     const serverCpu = d(cpu0.server, cpu1.server);

@@ -58,6 +58,33 @@ function demandsOf(e: temporal.api.history.v1.IHistoryEvent): Demand[] {
   return [];
 }
 
+/** Workflow task scheduled -> started (queue) and started -> completed (run), ms; and the timed-out tasks by timeout type. */
+export function workflowTaskLatencies(events: temporal.api.history.v1.IHistoryEvent[]): { wftQueue: number[]; wftRun: number[]; timeouts: Record<string, number> } {
+  const wftScheduled = new Map<number, number>();
+  const wftStarted = new Map<number, number>();
+  const wftQueue: number[] = [];
+  const wftRun: number[] = [];
+  const timeouts: Record<string, number> = {};
+  for (const e of events) {
+    const at = ms(e.eventTime);
+    if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED) wftScheduled.set(Number(e.eventId), at);
+    if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_STARTED) {
+      const s = wftScheduled.get(Number(e.workflowTaskStartedEventAttributes?.scheduledEventId));
+      if (s !== undefined) wftQueue.push(at - s);
+      wftStarted.set(Number(e.eventId), at);
+    }
+    if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) {
+      const s = wftStarted.get(Number(e.workflowTaskCompletedEventAttributes?.startedEventId));
+      if (s !== undefined) wftRun.push(at - s);
+    }
+    if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT) {
+      const t = temporal.api.enums.v1.TimeoutType[e.workflowTaskTimedOutEventAttributes?.timeoutType ?? 0] ?? 'unknown';
+      timeouts[t] = (timeouts[t] ?? 0) + 1;
+    }
+  }
+  return { wftQueue, wftRun, timeouts };
+}
+
 export function phasesOf(history: History, sealMs: number[]): Phases {
   const events = history.events ?? [];
   const runs = activityRunsOf(history);
@@ -87,23 +114,7 @@ export function phasesOf(history: History, sealMs: number[]): Phases {
     if ((preparedAt.get(unitOf(next)) ?? Infinity) <= prev.closedAtMs) handoff.push(next.startedAtMs - prev.closedAtMs);
   }
 
-  const wftScheduled = new Map<number, number>();
-  const wftStarted = new Map<number, number>();
-  const wftQueue: number[] = [];
-  const wftRun: number[] = [];
-  for (const e of events) {
-    const at = ms(e.eventTime);
-    if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED) wftScheduled.set(Number(e.eventId), at);
-    if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_STARTED) {
-      const s = wftScheduled.get(Number(e.workflowTaskStartedEventAttributes?.scheduledEventId));
-      if (s !== undefined) wftQueue.push(at - s);
-      wftStarted.set(Number(e.eventId), at);
-    }
-    if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) {
-      const s = wftStarted.get(Number(e.workflowTaskCompletedEventAttributes?.startedEventId));
-      if (s !== undefined) wftRun.push(at - s);
-    }
-  }
+  const { wftQueue, wftRun } = workflowTaskLatencies(events);
 
   const timings = prepares.map((r) => (r.result as PreparedMerge).timings).filter((t) => t !== undefined);
   const span = (r: ActivityRun) => (r.closedAtMs ?? 0) - (r.startedAtMs ?? 0);
