@@ -17,11 +17,17 @@ import { SEARCH_ATTRIBUTE_FLAGS } from '../../workflows/search-attributes';
  * preparation and commit, so a turn changes hands sooner); and a table workflow may have
  * 100 updates in flight instead of 10, so waiting writers (one awaitMerged per process
  * and shard, each answered within 20 s) and buggy clients leave slots for operators'
- * `policy --set` (issue 11).
+ * `policy --set` (issue 11). Last, `temporal server start-dev` turns on
+ * system.forceSearchAttributesCacheRefreshOnRead (so that search attributes created at
+ * run time show at once): every read of the search attributes, i.e. every upsert and
+ * every workflow task that carries one, then reads the cluster metadata from SQLite
+ * (~140 reads a second with 500 tables, bench/README.md). Ours are all registered at
+ * start (--search-attribute), so the cache may stay on, as in production.
  */
 export const DEV_DYNAMIC_CONFIG: Record<string, unknown> = {
   'system.enableActivityEagerExecution': true,
   'history.maxInFlightUpdates': 100,
+  'system.forceSearchAttributesCacheRefreshOnRead': false,
 };
 
 export interface DevServerOptions {
