@@ -33,12 +33,12 @@ export async function fsyncDir(dir: string): Promise<void> {
 }
 
 
-/** Write and fsync a new file (the caller renames it into place). */
-async function writeDurable(file: string, bytes: Uint8Array | string): Promise<void> {
+/** Write (and unless told otherwise fsync) a new file; the caller renames it into place. */
+async function writeNew(file: string, bytes: Uint8Array | string, sync: boolean): Promise<void> {
   const handle = await fs.open(file, 'wx');
   try {
     await handle.writeFile(bytes);
-    await handle.sync();
+    if (sync) await handle.sync();
   } finally {
     await handle.close();
   }
@@ -47,17 +47,21 @@ async function writeDurable(file: string, bytes: Uint8Array | string): Promise<v
 /**
  * Write bytes so that readers see either nothing or the whole file, also after a
  * crash: temp file, fsync, rename, fsync of the directory (makes the rename durable).
+ * `durable: false` skips both fsyncs, for files derived from durable ones (prepared
+ * batches, checkpoints): readers still see all or nothing while the OS runs, and what
+ * an OS crash loses or damages is made again (every reader checks the checksum).
  */
-export async function writeFileAtomic(file: string, bytes: Uint8Array | string): Promise<void> {
+export async function writeFileAtomic(file: string, bytes: Uint8Array | string, opts: { durable?: boolean } = {}): Promise<void> {
+  const durable = opts.durable ?? true;
   const tmp = tempPathFor(file);
   try {
-    await writeDurable(tmp, bytes);
+    await writeNew(tmp, bytes, durable);
     await fs.rename(tmp, file);
   } catch (err) {
     await fs.rm(tmp, { force: true });
     throw err;
   }
-  await fsyncDir(path.dirname(file));
+  if (durable) await fsyncDir(path.dirname(file));
 }
 
 /**
