@@ -33,6 +33,8 @@ const { values: opt } = parseArgs({
     'interval-secs': { type: 'string', default: '60' },
     rows: { type: 'string', default: '100' },
     'wait-merged': { type: 'boolean', default: false },
+    /** start-dev's own SQLite and search-attribute settings instead of ours, to compare. */
+    'start-dev-defaults': { type: 'boolean', default: false },
   },
 });
 const num = (name: keyof typeof opt, min: number): number => {
@@ -61,12 +63,12 @@ const GRACE_MS = 60_000;
 async function main(): Promise<void> {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-bench-many-'));
   const root = path.join(tmp, 'data');
-  const { address, server } = await benchServer(tmp);
+  const { address, server } = await benchServer(tmp, { startDevDefaults: opt['start-dev-defaults'] === true });
   const client = await connectClient({ address, namespace: 'default' });
   const taskQueue = `bench-many-${process.pid}`;
   const workers: ChildProcess[] = [];
   const names = Array.from({ length: TABLES }, (_, i) => `many-${process.pid}-${i}`);
-  console.log(`many tables: ${TABLES} tables x 1 generation of ${ROWS} rows every ${INTERVAL_MS / 1000} s for ${MINUTES} min, ${WORKERS} worker processes, ${os.cpus().length} cores; ${WAIT_MERGED ? 'each seal waited for with MergeWaiter' : 'seal -> merged from the histories'}`);
+  console.log(`many tables: ${TABLES} tables x 1 generation of ${ROWS} rows every ${INTERVAL_MS / 1000} s for ${MINUTES} min, ${WORKERS} worker processes, ${os.cpus().length} cores, ${opt['start-dev-defaults'] ? "start-dev's server settings" : 'our server settings'}; ${WAIT_MERGED ? 'each seal waited for with MergeWaiter' : 'seal -> merged from the histories'}`);
   try {
     for (let i = 0; i < WORKERS; i++) workers.push(await startWorkerProcess(address, taskQueue, root));
     const tables = new TableClient(client, taskQueue);
@@ -192,10 +194,11 @@ async function main(): Promise<void> {
     console.log(`workflow task timeouts ${wftTimeouts}${wftTimeouts ? ` (${Object.entries(timeouts).map(([t, n]) => `${t} ${n}`).join(', ')})` : ''}, workflow task failures ${wftFailures}`);
     const line = (name: string, v: number[]) => `  ${name.padEnd(28)} n ${String(v.length).padStart(6)}  p50 ${stat(v).p50.toFixed(0).padStart(6)}  p99 ${stat(v).p99.toFixed(0).padStart(6)} ms`;
     console.log(['where the time went (from the histories):', line('workflow task queue', wftQueue), line('workflow task run', wftRun), line('activity queue', activityQueue), ...[...activityRun].map(([t, v]) => line(`activity ${t}`, v))].join('\n'));
+    console.log(`per seal: ${(ev.sum / Math.max(1, sealed)).toFixed(1)} history events, ${(wftRun.length / Math.max(1, sealed)).toFixed(2)} workflow tasks, ${(activityQueue.length / Math.max(1, sealed)).toFixed(2)} activities`);
     console.log(`history events per table: p50 ${ev.p50}  max ${Math.max(0, ...events)}  (${perHour(ev.p50).toFixed(0)} per table per hour at p50)`);
     const d = (a: number | null, b: number | null) => (a === null || b === null ? null : b - a);
     const serverCpu = d(cpu0.server, cpu1.server);
-    console.log(`server: CPU ${serverCpu === null ? 'unknown (external server)' : `${serverCpu.toFixed(1)} s (${((100 * serverCpu) / runSecs).toFixed(0)}% of one core)`}, peak RSS ${server ? mib(peakRssBytes(server.pid)) : 'unknown'}`);
+    console.log(`server: CPU ${serverCpu === null ? 'unknown (external server)' : `${serverCpu.toFixed(1)} s (${((100 * serverCpu) / runSecs).toFixed(0)}% of one core, ${((1000 * serverCpu) / Math.max(1, sealed)).toFixed(0)} ms per seal)`}, peak RSS ${server ? mib(peakRssBytes(server.pid)) : 'unknown'}`);
     workers.forEach((w, i) => {
       const c = d(cpu0.workers[i] ?? null, cpu1.workers[i] ?? null);
       console.log(`worker ${i + 1}: CPU ${c === null ? 'unknown' : `${c.toFixed(1)} s (${((100 * c) / runSecs).toFixed(0)}% of one core)`}, peak RSS ${mib(peakRssBytes(w.pid!))}`);

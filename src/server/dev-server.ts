@@ -30,6 +30,12 @@ export const DEV_DYNAMIC_CONFIG: Record<string, unknown> = {
   'system.forceSearchAttributesCacheRefreshOnRead': false,
 };
 
+/** What DEV_DYNAMIC_CONFIG was before the many-tables work (bench comparison only). */
+const LEGACY_DEV_DYNAMIC_CONFIG: Record<string, unknown> = {
+  'system.enableActivityEagerExecution': true,
+  'history.maxInFlightUpdates': 100,
+};
+
 export interface DevServerOptions {
   binary: string;
   /** SQLite file; the directory is created. */
@@ -40,6 +46,11 @@ export interface DevServerOptions {
   logFile?: string;
   /** Port of the server's own Prometheus endpoint (default: a free one). */
   metricsPort?: number;
+  /**
+   * Benchmarks only: start-dev's own settings instead of ours (SQLite synchronous=full,
+   * search attribute cache bypassed), to measure what ours buy.
+   */
+  startDevDefaults?: boolean;
 }
 
 export interface DevServer {
@@ -113,11 +124,11 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     // that made the dev server the limit of many-tables (bench/README.md). NORMAL syncs
     // the WAL at checkpoints only: a killed server process loses nothing (the WAL is in
     // the OS), an OS crash or power loss may lose the last transactions.
-    '--sqlite-pragma', 'synchronous=normal',
+    ...(opts.startDevDefaults ? [] : ['--sqlite-pragma', 'synchronous=normal']),
     '--log-level', 'warn',
     '--metrics-port', String(metricsPort),
     ...SEARCH_ATTRIBUTE_FLAGS.flatMap((sa) => ['--search-attribute', sa]),
-    ...Object.entries(DEV_DYNAMIC_CONFIG).flatMap(([k, v]) => ['--dynamic-config-value', `${k}=${JSON.stringify(v)}`]),
+    ...Object.entries(opts.startDevDefaults ? LEGACY_DEV_DYNAMIC_CONFIG : DEV_DYNAMIC_CONFIG).flatMap(([k, v]) => ['--dynamic-config-value', `${k}=${JSON.stringify(v)}`]),
     ...(opts.headless ? ['--headless'] : ['--ui-port', String(uiPort)]),
   ];
   const out = opts.logFile ? fs.openSync(opts.logFile, 'a') : 'ignore';
