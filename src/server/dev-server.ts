@@ -74,11 +74,14 @@ export async function freePort(host = '127.0.0.1'): Promise<number> {
   });
 }
 
+/** The server process ended before it answered: worth starting again (see START_ATTEMPTS). */
+class ServerExitedError extends Error {}
+
 async function waitUntilServing(address: string, child: ChildProcess, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`temporal server exited with code ${child.exitCode} before serving`);
+    if (child.exitCode !== null) throw new ServerExitedError(`temporal server exited with code ${child.exitCode} before serving`);
     try {
       const conn = await Connection.connect({ address, connectTimeout: 1000 });
       try {
@@ -108,7 +111,25 @@ function watchParent(serverPid: number): ChildProcess {
   return w;
 }
 
+/**
+ * start-dev also binds ports of its own choosing (matching, history, ...), found free a
+ * moment before; under many servers at once (test suites in parallel, a local cluster)
+ * one can be taken meanwhile, and the server exits ("bind: address already in use").
+ * It is started again then, with fresh ports for those we choose too.
+ */
+const START_ATTEMPTS = 3;
+
 export async function startDevServer(opts: DevServerOptions): Promise<DevServer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(opts);
+    } catch (e) {
+      if (attempt >= START_ATTEMPTS || !(e instanceof ServerExitedError)) throw e;
+    }
+  }
+}
+
+async function startOnce(opts: DevServerOptions): Promise<DevServer> {
   const port = opts.port ?? (await freePort());
   const uiPort = opts.uiPort ?? (await freePort());
   const metricsPort = opts.metricsPort ?? (await freePort());
@@ -146,6 +167,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     await waitUntilServing(address, child, 60_000);
   } catch (e) {
     killNow();
+    process.off('exit', killNow);
     throw e;
   }
   return {
