@@ -8,7 +8,7 @@ import { checkTableSchema } from './table-schema';
 import { offerSealedHint } from './sealed-hint';
 import { generationFile, parseGenerationName, sealedFile, shardDir, tableLayout } from './layout';
 import { checkKeyColumn, tableFromRows, withSeqColumn, withSeqSchema, type Row } from './records';
-import { shardOfKey } from './routing';
+import { shardRouter } from './routing';
 import { readTableMeta, type TableMeta } from './table-meta';
 
 export { createTableMeta, readTableMeta, listTables, TableNotFoundError, TableExistsError, type TableMeta } from './table-meta';
@@ -115,9 +115,10 @@ function assertRouting(table: ArrowTable, meta: TableMeta, shard: string): void 
   if (meta.shards.length === 1) return;
   const keys = table.getChild(meta.key);
   if (!keys) return;
+  const ownerOf = shardRouter(meta.shards);
   for (let i = 0; i < keys.length; i++) {
     const k = keys.get(i) as string | number | bigint;
-    const owner = shardOfKey(k, meta.shards);
+    const owner = ownerOf(k);
     if (owner !== shard) {
       throw new Error(`key ${String(k)} belongs to shard ${owner}, not ${shard} (keys are routed with shardOfKey)`);
     }
