@@ -74,7 +74,9 @@ function failure(e: unknown): { message: string; code: number } {
 
 main(process.argv.slice(2)).then(
   () => {
-    if (process.argv[2] !== 'dev' && process.argv[2] !== 'worker') process.exit(0);
+    // Long-running commands keep the process; the others exit as soon as they are done.
+    const longRunning = process.argv[2] === 'dev' || process.argv[2] === 'worker' || (process.argv[2] === 'cluster' && process.argv[3] === 'balancer');
+    if (!longRunning) process.exit(0);
   },
   (e: unknown) => {
     const { message, code } = failure(e);
