@@ -2,6 +2,7 @@ import { CommanderError, type Command } from 'commander';
 import { UsageError } from './args';
 import { buildProgram } from './program';
 import { EXIT_OVER_BACKLOG } from './exit-codes';
+import { tlsFailureHint } from '../client/connection-security';
 
 // `turnstile <command>`: the command line of the README. Every bad input, whether the
 // parser's (unknown option, missing argument) or a command's (a value out of range, an
@@ -80,7 +81,8 @@ main(process.argv.slice(2)).then(
   },
   (e: unknown) => {
     const { message, code } = failure(e);
-    console.error(`turnstile: ${message.split('\n')[0]}`);
+    const hint = code === 1 ? tlsFailureHint(message) : null;
+    console.error(`turnstile: ${message.split('\n')[0]}${hint ? ` (${hint})` : ''}`);
     process.exit(code);
   },
 );

@@ -54,8 +54,12 @@ export function connectionSecurity(env: NodeJS.ProcessEnv = process.env): Connec
   return { tls, ...(apiKey ? { apiKey } : {}) };
 }
 
-/** Whether an error is the server refusing our TLS handshake or certificate; the line says what to check. */
-export function tlsHint(message: string): string | null {
-  if (!/certificate|handshake|tls|ssl|secure|alert|UNAVAILABLE.*(EOF|reset|closed)/i.test(message)) return null;
-  return 'check TEMPORAL_TLS_CLIENT_CERT_PATH / TEMPORAL_TLS_CLIENT_KEY_PATH / TEMPORAL_TLS_SERVER_CA_CERT_PATH / TEMPORAL_TLS_SERVER_NAME';
+/**
+ * With TLS configured, a failure to connect is most often the certificates (the server
+ * wants a client certificate, or one of another CA): the hint appended to the one line.
+ */
+export function tlsFailureHint(message: string, env: NodeJS.ProcessEnv = process.env): string | null {
+  const configured = ['TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_SERVER_CA_CERT_PATH', 'TEMPORAL_TLS_SERVER_NAME', 'TEMPORAL_API_KEY', 'TEMPORAL_TLS'].some((k) => env[k]);
+  if (!configured || !/connect|UNAVAILABLE|certificate|handshake|tls|ssl|socket|closed|reset|EOF|deadline/i.test(message)) return null;
+  return 'with TLS: check TEMPORAL_TLS_CLIENT_CERT_PATH / TEMPORAL_TLS_CLIENT_KEY_PATH (the server may require a client certificate of its CA), TEMPORAL_TLS_SERVER_CA_CERT_PATH, TEMPORAL_TLS_SERVER_NAME';
 }
