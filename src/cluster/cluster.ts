@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { freePort, DEV_DYNAMIC_CONFIG } from '../server/dev-server';
 import { PROJECT_ROOT } from '../paths';
@@ -40,9 +41,32 @@ const CLUSTER_DYNAMIC_CONFIG = { ...DEV_DYNAMIC_CONFIG, 'system.namespaceCacheRe
 
 const TURNSTILE = path.join(PROJECT_ROOT, 'scripts', 'turnstile.mjs');
 
-async function allocatePorts(): Promise<NodePorts> {
+// The membership table keeps ports as smallint: a node's ports must stay below 32768,
+// under Linux's ephemeral range (where port 0 binds land), so they come from 20000-32767.
+const LOW_PORTS = { from: 20_000, to: 32_767 };
+
+async function lowFreePort(taken: Set<number>): Promise<number> {
+  for (let i = 0; i < 200; i++) {
+    const port = LOW_PORTS.from + Math.floor(Math.random() * (LOW_PORTS.to - LOW_PORTS.from));
+    if (!taken.has(port) && (await portFree(port))) {
+      taken.add(port);
+      return port;
+    }
+  }
+  throw new Error(`no free port in ${LOW_PORTS.from}-${LOW_PORTS.to}`);
+}
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+async function allocatePorts(taken: Set<number>): Promise<NodePorts> {
   const ports: Partial<NodePorts> = {};
-  for (const name of NODE_PORT_NAMES) ports[name] = await freePort();
+  for (const name of NODE_PORT_NAMES) ports[name] = await lowFreePort(taken);
   return ports as NodePorts;
 }
 
@@ -94,7 +118,8 @@ export async function clusterUp(o: UpOptions): Promise<ClusterState> {
     ...(o.tls ? { tls: o.tls } : {}),
     processes: [],
   };
-  for (let i = 0; i < o.nodes; i++) state.nodes.push(await allocatePorts());
+  const taken = new Set<number>();
+  for (let i = 0; i < o.nodes; i++) state.nodes.push(await allocatePorts(taken));
   const save = () => writeState(state);
   try {
     const pgDir = path.join(dir, 'pg');
@@ -125,8 +150,9 @@ export async function clusterUp(o: UpOptions): Promise<ClusterState> {
     fs.mkdirSync(path.join(uiDir, 'config'), { recursive: true });
     fs.writeFileSync(path.join(uiDir, 'config', 'cluster.yaml'), renderUiConfig({ grpcAddress: state.address, port: uiPort, ...(o.tls ? { tls: o.tls } : {}) }));
     state.uiUrl = `http://127.0.0.1:${uiPort}`;
-    start(state, 'ui', 'ui', state.uiUrl, { cmd: o.binaries.ui, args: ['--root', uiDir, '--config', 'config', '--env', 'cluster', 'start'], cwd: uiDir, log: path.join(logs, 'ui.log') });
+    const ui = start(state, 'ui', 'ui', state.uiUrl, { cmd: o.binaries.ui, args: ['--root', uiDir, '--config', 'config', '--env', 'cluster', 'start'], cwd: uiDir, log: path.join(logs, 'ui.log') });
     await save();
+    await waitForHttp(`${state.uiUrl}/api/v1/namespaces`, ui.pid, path.join(logs, 'ui.log'));
 
     for (let i = 0; i < o.workers; i++) {
       start(state, 'worker', `worker${i}`, state.address, workerSpec(state, i, tlsEnv));
@@ -137,6 +163,18 @@ export async function clusterUp(o: UpOptions): Promise<ClusterState> {
     await save();
     throw e;
   }
+}
+
+/** Until the UI server answers through to the cluster (it exits at once on a bad config). */
+async function waitForHttp(url: string, pid: number, log: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (!alive(pid)) throw new Error(`the Temporal UI server exited at start; see ${log}`);
+    const ok = await fetch(url).then((r) => r.ok, () => false);
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`the Temporal UI server did not answer ${url} within ${timeoutMs} ms; see ${log}`);
 }
 
 function workerSpec(state: ClusterState, i: number, tlsEnv: Record<string, string>): SpawnSpec {
