@@ -130,19 +130,22 @@ export async function clusterUp(o: UpOptions): Promise<ClusterState> {
     setupSchemas({ sqlTool: o.binaries.sql, schemaDir: o.binaries.schemaDir, pgPort: state.pgPort, dir, log: path.join(logs, 'schema.log') });
 
     fs.writeFileSync(path.join(dir, 'dynamicconfig.yaml'), renderDynamicConfig(CLUSTER_DYNAMIC_CONFIG));
-    for (let i = 0; i < o.nodes; i++) {
-      start(state, 'temporal', `temporal${i}`, `127.0.0.1:${state.nodes[i]!.frontend}`, nodeSpec(state, i, o.binaries));
-      await save();
-    }
     const frontends = state.nodes.map((n) => `127.0.0.1:${n.frontend}`);
+    const tlsEnv = clientTlsEnv(o.tls);
+    // The first node alone: on a fresh database each node would write the initial
+    // cluster metadata, and all but one fail at start. The others join it afterwards.
+    for (let i = 0; i < o.nodes; i++) {
+      start(state, 'temporal', `temporal${i}`, frontends[i]!, nodeSpec(state, i, o.binaries));
+      await save();
+      if (i === 0) await waitForFrontend(frontends[0]!, tlsEnv, 300_000); // minutes on a loaded 2-core host
+    }
     start(state, 'balancer', 'balancer', state.address, {
       cmd: process.execPath,
       args: [TURNSTILE, 'cluster', 'balancer', '--port', String(balancerPort), '--to', frontends.join(',')],
       log: path.join(logs, 'balancer.log'),
     });
     await save();
-    const tlsEnv = clientTlsEnv(o.tls);
-    for (const f of frontends) await waitForFrontend(f, tlsEnv, 120_000);
+    for (const f of frontends.slice(1)) await waitForFrontend(f, tlsEnv, 300_000);
     await registerNamespace(state.address, state.namespace, tlsEnv, frontends);
 
     const uiPort = await freePort();
@@ -160,7 +163,9 @@ export async function clusterUp(o: UpOptions): Promise<ClusterState> {
     }
     return state;
   } catch (e) {
+    // Nothing half-started is left running; the folder (logs) stays for a look.
     await save();
+    await clusterDown(dir).catch(() => undefined);
     throw e;
   }
 }

@@ -56,7 +56,8 @@ afterAll(async () => {
   await client?.connection.close();
   if (state) await clusterDown(dir);
   console.log(`[cluster faults] recovery (restart to first merge of a generation sealed after the fault): ${JSON.stringify(recovery)}`);
-  fs.rmSync(dir, { recursive: true, force: true });
+  // TURNSTILE_KEEP_CLUSTER=1 keeps the folder (logs, configs) for a look after a failure.
+  if (process.env.TURNSTILE_KEEP_CLUSTER !== '1') fs.rmSync(dir, { recursive: true, force: true });
 }, 120_000);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

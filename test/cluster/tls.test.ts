@@ -44,7 +44,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (state) await clusterDown(state.dir);
-  fs.rmSync(dir, { recursive: true, force: true });
+  // TURNSTILE_KEEP_CLUSTER=1 keeps the folder (logs, configs) for a look after a failure.
+  if (process.env.TURNSTILE_KEEP_CLUSTER !== '1') fs.rmSync(dir, { recursive: true, force: true });
 }, 120_000);
 
 function turnstile(args: string[], env: Record<string, string>) {
