@@ -70,7 +70,7 @@ function breakStale(lock, staleText) {
 
 // One build at a time per cache: a lock file created with O_EXCL holding our pid. A lock
 // left by a dead process is taken over; a live one is waited for.
-export function withBuildLock(dir, fn) {
+export function withBuildLock(dir, fn, what = 'the Temporal dev server') {
   fs.mkdirSync(dir, { recursive: true });
   const lock = path.join(dir, '.build.lock');
   for (let waitedMs = 0; ; waitedMs += 2000) {
@@ -93,7 +93,7 @@ export function withBuildLock(dir, fn) {
         breakStale(lock, text);
         continue;
       }
-      if (waitedMs % 30000 === 0) process.stderr.write(`waiting for another build of the Temporal dev server (pid ${holder}) ...\n`);
+      if (waitedMs % 30000 === 0) process.stderr.write(`waiting for another build of ${what} (pid ${holder}) ...\n`);
       sleep(2000);
     }
   }

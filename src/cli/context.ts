@@ -3,6 +3,7 @@ import path from 'node:path';
 import { loadConfig, type Config } from '../config/config-schema';
 import type { TableClient } from '../client/table-client';
 import { ReadClient } from '../client/read-client';
+import { connectionSecurity } from '../client/connection-security';
 import { MAX_PAYLOAD_BYTES, payloadProblem } from '../payload-limit';
 import { UsageError } from './args';
 
@@ -32,14 +33,14 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
 // Imported when first used: @temporalio/client takes ~400 ms to load (its proto root),
 // which commands that only read (status) do without, through ReadClient.
-export async function tableClient(config: Config): Promise<TableClient> {
+export async function tableClient(config: Config, opts: { lazy?: boolean } = {}): Promise<TableClient> {
   const [{ connectClient }, { TableClient: Tables }] = await Promise.all([import('../client/connect'), import('../client/table-client')]);
-  const client = await connectClient(config.temporal);
+  const client = await connectClient({ ...config.temporal, ...opts });
   return new Tables(client, config.temporal.taskQueue);
 }
 
 /** A read-only client for the same server: see read-client.ts. */
-export const readClient = (config: Config): ReadClient => new ReadClient(config.temporal.address, config.temporal.namespace);
+export const readClient = (config: Config): ReadClient => new ReadClient(config.temporal.address, config.temporal.namespace, connectionSecurity());
 
 /** A JSON input file (a policy): unreadable, not JSON, or over the payload limits is bad input, refused before sending. */
 export function readJsonFile(p: string, what: string): unknown {

@@ -45,9 +45,12 @@ function report(name: string, shard: string, r: WriteGenerationResult): void {
   console.log(`sealed ${name}/${shard} seq ${r.seq} (${r.rows} rows${r.delayedMs ? `, delayed ${r.delayedMs} ms by write pressure` : ''})`);
 }
 
+/** How long `write` waits for its demand to reach an unreachable cluster before leaving it to the snapshot. */
+const DEMAND_WAIT_MS = 10_000;
+
 /** The demand of every seal goes out in the background; wait for it (and a pressure query in flight) before exiting. */
 async function flushDemand(writer: TableWriter): Promise<void> {
-  const { signalError } = await writer.close();
+  const { signalError } = await writer.close(DEMAND_WAIT_MS);
   if (signalError) console.error(`warning: demand signal failed (${signalError}); the table's periodic snapshot will pick the generation up`);
 }
 
@@ -71,6 +74,7 @@ export async function write(p: Parsed): Promise<void> {
       throw new UsageError(`--shard: ${JSON.stringify(shard)} is not a shard of ${name}; accepted: ${shards.join(', ')}`);
     }
     await writer.refreshPressure();
+    if (writer.unreachable) console.error(`warning: Temporal unreachable (${writer.unreachable}); sealing without the table's current write pressure`);
     if (rowsOfFile && shard === undefined) {
       await refusedAsUsage(() => writer.writeRouted(rowsOfFile, (r) => report(name, r.shard, r)));
       await flushDemand(writer);
@@ -97,5 +101,6 @@ export async function write(p: Parsed): Promise<void> {
     const r = await writer.write(shard!, rows).finally(() => shown.done());
     report(name, shard!, r);
     await flushDemand(writer);
-  });
+    // Lazy: the seal needs no server, so an outage of the cluster does not stop writes.
+  }, { lazy: true });
 }

@@ -2,6 +2,7 @@ import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSo
 import { activityInterceptors, createActivities, type ActivityDeps } from '../../activities';
 import { WORKFLOWS_PATH } from '../paths';
 import { installQuietRuntime } from './runtime';
+import { connectionSecurity } from '../client/connection-security';
 
 // A Turnstile worker: stateless and identical to every other; run as many as needed on
 // the same task queue. The worker owns its connections; activities get theirs from deps.
@@ -28,7 +29,8 @@ export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
 
 export async function createWorker(opts: WorkerOptions): Promise<{ worker: Worker; connection: NativeConnection }> {
   installQuietRuntime(process.env.TURNSTILE_LOG_LEVEL === 'debug' ? 'DEBUG' : 'WARN');
-  const connection = await NativeConnection.connect({ address: opts.address });
+  // TLS / mTLS and the API key from the environment, as every Turnstile process.
+  const connection = await NativeConnection.connect({ address: opts.address, ...connectionSecurity() });
   const worker = await Worker.create({
     connection,
     namespace: opts.namespace,
