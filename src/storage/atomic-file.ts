@@ -7,10 +7,10 @@ import { TEMP_MARKER } from './layout';
 // JSON (table.json, SEALED.json, GC.json) never load apache-arrow: the CLI's operator
 // commands start faster without it.
 
-/** A small file's text, or null when it does not exist (any other error is thrown). */
-export async function readTextIfExists(file: string): Promise<string | null> {
+/** A file's bytes, or null when it does not exist (any other error is thrown). */
+export async function readBytesIfExists(file: string): Promise<Buffer | null> {
   try {
-    return await fs.readFile(file, 'utf8');
+    return await fs.readFile(file);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;
@@ -58,6 +58,18 @@ export async function writeFileAtomic(file: string, bytes: Uint8Array | string):
     throw err;
   }
   await fsyncDir(path.dirname(file));
+}
+
+/** Replace a file atomically but not durably (temp + rename, no fsync): for hints a crash may lose. */
+export async function writeFileReplacing(file: string, bytes: Uint8Array | string): Promise<void> {
+  const tmp = tempPathFor(file);
+  try {
+    await fs.writeFile(tmp, bytes, { flag: 'wx' });
+    await fs.rename(tmp, file);
+  } catch (err) {
+    await fs.rm(tmp, { force: true });
+    throw err;
+  }
 }
 
 /**
