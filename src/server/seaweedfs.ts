@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { PROJECT_ROOT } from '../paths';
 import { freePort, watchParent } from './dev-server';
 
 // Starts SeaweedFS (`weed server`, built by scripts/ensure-seaweedfs.mjs) as a local
@@ -34,7 +35,7 @@ export interface Seaweed {
 async function createBucket(env: Record<string, string>, bucket: string, alive: () => boolean, timeoutMs: number): Promise<void> {
   const { S3Client, CreateBucketCommand, HeadBucketCommand } = await import('@aws-sdk/client-s3');
   const { s3ClientConfig } = await import('../storage/s3-env');
-  const s3 = new S3Client({ ...s3ClientConfig(env), maxAttempts: 1, credentials: { accessKeyId: env.AWS_ACCESS_KEY_ID!, secretAccessKey: env.AWS_SECRET_ACCESS_KEY! } });
+  const s3 = new S3Client({ ...s3ClientConfig(env), maxAttempts: 1 });
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   try {
@@ -120,4 +121,17 @@ export async function startSeaweedfs(opts: SeaweedOptions): Promise<Seaweed> {
       await exited;
     },
   };
+}
+
+/** The `weed` binary: WEED_PATH, or built into the cache on first use (scripts/ensure-seaweedfs.mjs). */
+export async function seaweedBinary(): Promise<string> {
+  const mod = (await import(path.join(PROJECT_ROOT, 'scripts', 'ensure-seaweedfs.mjs'))) as { ensureSeaweedfs(): string };
+  return mod.ensureSeaweedfs();
+}
+
+/** A SeaweedFS of our own under `dir`, with this process (and the workers it spawns) pointed at it. */
+export async function startOwnSeaweedfs(dir: string, bucket: string): Promise<Seaweed> {
+  const s3 = await startSeaweedfs({ binary: await seaweedBinary(), dir: path.join(dir, 'seaweedfs'), bucket, logFile: path.join(dir, 'seaweedfs.log') });
+  Object.assign(process.env, s3.env);
+  return s3;
 }

@@ -17,10 +17,14 @@ const connections = new Map<string, Promise<lancedb.Connection>>();
 
 export const lanceTableDir = (root: string, name: string): string => joinLoc(root, `${name}.lance`);
 
+/** What any LanceDB client passes to open a root: nothing for a directory, storageOptions for S3. */
+export const lanceConnectOptions = (root: string): Partial<lancedb.ConnectionOptions> | undefined =>
+  isS3(root) ? { storageOptions: lanceStorageOptions() } : undefined;
+
 function connect(root: string): Promise<lancedb.Connection> {
   let c = connections.get(root);
   if (!c) {
-    c = isS3(root) ? lancedb.connect(root, { storageOptions: lanceStorageOptions() }) : lancedb.connect(root);
+    c = lancedb.connect(root, lanceConnectOptions(root));
     connections.set(root, c);
     c.catch(() => connections.delete(root));
   }

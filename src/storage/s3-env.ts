@@ -14,6 +14,11 @@ export function s3ClientConfig(env: NodeJS.ProcessEnv = process.env): S3ClientCo
   return {
     region: regionOf(env),
     ...(endpoint ? { endpoint, forcePathStyle: true } : {}),
+    // Explicit when given, so Turnstile's client and Lance's use the same keys; without
+    // them the SDK's default chain (profiles, instance roles) applies.
+    ...(env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY
+      ? { credentials: { accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY, ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}) } }
+      : {}),
     // Unreachable endpoints fail in seconds, not after the SDK's long default backoff.
     maxAttempts: 3,
     // The SDK's default CRC32 on every request is not implemented by every

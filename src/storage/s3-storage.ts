@@ -26,13 +26,17 @@ export class S3Storage implements Storage {
   private readonly bucket: string;
   private client: Promise<{ s3: S3Client; sdk: Sdk }> | undefined;
 
-  constructor(readonly root: string) {
+  /** `env`: where endpoint and credentials are read (tests point one store elsewhere). */
+  constructor(
+    readonly root: string,
+    private readonly env: NodeJS.ProcessEnv = process.env,
+  ) {
     this.bucket = parseS3(root).bucket;
     if (!this.bucket) throw new Error(`${root}: no bucket; expected s3://BUCKET/PREFIX`);
   }
 
   private connect(): Promise<{ s3: S3Client; sdk: Sdk }> {
-    return (this.client ??= loadSdk().then((m) => ({ s3: new m.S3Client(s3ClientConfig()), sdk: m })));
+    return (this.client ??= loadSdk().then((m) => ({ s3: new m.S3Client(s3ClientConfig(this.env)), sdk: m })));
   }
 
   /** The object key of a location under the root; anything else is refused. */
@@ -124,7 +128,7 @@ export class S3Storage implements Storage {
 
   async check(): Promise<string | null> {
     const { s3, sdk: m } = await this.connect();
-    const endpoint = s3ClientConfig().endpoint ?? 'AWS S3';
+    const endpoint = s3ClientConfig(this.env).endpoint ?? 'AWS S3';
     try {
       await s3.send(new m.HeadBucketCommand({ Bucket: this.bucket }));
       return null;
