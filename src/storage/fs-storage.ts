@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
-import { createFileExclusive, readBytesIfExists, writeFileAtomic, writeFileReplacing } from './atomic-file';
+import { createFileExclusive, readBytesIfExists, writeFileAtomic } from './atomic-file';
 import { withFileLock } from './file-lock';
 import { insideLoc } from './location';
 import { StorageEscapeError, type Entry, type Storage, type Versioned } from './storage';
@@ -44,7 +44,7 @@ export class FsStorage implements Storage {
   }
 
   put(loc: string, bytes: Uint8Array | string, opts: { durable?: boolean } = {}): Promise<void> {
-    return opts.durable === false ? writeFileReplacing(this.at(loc), bytes) : writeFileAtomic(this.at(loc), bytes);
+    return writeFileAtomic(this.at(loc), bytes, opts);
   }
 
   putIfMatch(loc: string, bytes: Uint8Array | string, etag: string | null): Promise<boolean> {
