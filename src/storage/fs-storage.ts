@@ -22,7 +22,7 @@ export class FsStorage implements Storage {
     return loc;
   }
 
-  read(loc: string): Promise<Buffer | null> {
+  async read(loc: string): Promise<Buffer | null> {
     return readBytesIfExists(this.at(loc));
   }
 
@@ -39,15 +39,15 @@ export class FsStorage implements Storage {
     return st && st.isFile() ? { size: st.size, mtimeMs: st.mtimeMs } : null;
   }
 
-  putIfAbsent(loc: string, bytes: Uint8Array | string): Promise<boolean> {
+  async putIfAbsent(loc: string, bytes: Uint8Array | string): Promise<boolean> {
     return createFileExclusive(this.at(loc), bytes);
   }
 
-  put(loc: string, bytes: Uint8Array | string, opts: { durable?: boolean } = {}): Promise<void> {
+  async put(loc: string, bytes: Uint8Array | string, opts: { durable?: boolean } = {}): Promise<void> {
     return writeFileAtomic(this.at(loc), bytes, opts);
   }
 
-  putIfMatch(loc: string, bytes: Uint8Array | string, etag: string | null): Promise<boolean> {
+  async putIfMatch(loc: string, bytes: Uint8Array | string, etag: string | null): Promise<boolean> {
     const file = this.at(loc);
     return withFileLock(`${file}.lock`, async () => {
       const now = await readBytesIfExists(file);

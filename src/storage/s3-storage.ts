@@ -13,7 +13,12 @@ import { s3ClientConfig } from './s3-env';
 type Sdk = typeof import('@aws-sdk/client-s3');
 
 let sdk: Promise<Sdk> | undefined;
-const loadSdk = (): Promise<Sdk> => (sdk ??= import('@aws-sdk/client-s3'));
+function loadSdk(): Promise<Sdk> {
+  // The pinned SDK supports this Node; its notice about future releases needing Node 22
+  // would be a second line on stderr of every command.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  return (sdk ??= import('@aws-sdk/client-s3'));
+}
 
 const status = (err: unknown): number | undefined => (err as S3ServiceException | undefined)?.$metadata?.httpStatusCode;
 const isMissing = (err: unknown): boolean => status(err) === 404 || (err as Error | undefined)?.name === 'NoSuchKey' || (err as Error | undefined)?.name === 'NotFound';
