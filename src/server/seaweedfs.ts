@@ -33,8 +33,8 @@ export interface Seaweed {
 }
 
 async function createBucket(env: Record<string, string>, bucket: string, alive: () => boolean, timeoutMs: number): Promise<void> {
-  const { S3Client, CreateBucketCommand, HeadBucketCommand } = await import('@aws-sdk/client-s3');
-  const { s3ClientConfig } = await import('../storage/s3-env');
+  const { importS3Sdk, s3ClientConfig } = await import('../storage/s3-env');
+  const { S3Client, CreateBucketCommand, HeadBucketCommand } = await importS3Sdk();
   const s3 = new S3Client({ ...s3ClientConfig(env), maxAttempts: 1 });
   const deadline = Date.now() + timeoutMs;
   let last: unknown;

@@ -41,3 +41,13 @@ export function lanceStorageOptions(env: NodeJS.ProcessEnv = process.env): Recor
   if (env.AWS_SESSION_TOKEN) o.awsSessionToken = env.AWS_SESSION_TOKEN;
   return o;
 }
+
+/**
+ * The SDK, loaded on first use (CLI commands on local storage never pay for it). The
+ * pinned SDK supports this Node; its notice that future releases need Node 22 would be
+ * a second line on stderr of every command.
+ */
+export function importS3Sdk(): Promise<typeof import('@aws-sdk/client-s3')> {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  return import('@aws-sdk/client-s3');
+}

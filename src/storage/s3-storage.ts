@@ -1,7 +1,7 @@
 import type { S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { insideLoc, parseS3, resolveLoc } from './location';
 import { StorageEscapeError, type Entry, type Storage, type Versioned } from './storage';
-import { s3ClientConfig } from './s3-env';
+import { importS3Sdk, s3ClientConfig } from './s3-env';
 
 // The S3 backend (any S3-compatible server: AWS, SeaweedFS, MinIO). Objects are atomic
 // on S3: a reader sees a whole object or none, so no temp names are needed. Claims use
@@ -13,12 +13,7 @@ import { s3ClientConfig } from './s3-env';
 type Sdk = typeof import('@aws-sdk/client-s3');
 
 let sdk: Promise<Sdk> | undefined;
-function loadSdk(): Promise<Sdk> {
-  // The pinned SDK supports this Node; its notice about future releases needing Node 22
-  // would be a second line on stderr of every command.
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-  return (sdk ??= import('@aws-sdk/client-s3'));
-}
+const loadSdk = (): Promise<Sdk> => (sdk ??= importS3Sdk());
 
 const status = (err: unknown): number | undefined => (err as S3ServiceException | undefined)?.$metadata?.httpStatusCode;
 const isMissing = (err: unknown): boolean => status(err) === 404 || (err as Error | undefined)?.name === 'NoSuchKey' || (err as Error | undefined)?.name === 'NotFound';
