@@ -53,7 +53,7 @@ export class StorageEscapeError extends Error {
 
 /** Thrown for a missing object where callers expect a file error: same code as fs. */
 export function notFound(loc: string): NodeJS.ErrnoException {
-  const err = new Error(`ENOENT: no such file or object, ${loc}`) as NodeJS.ErrnoException;
+  const err = new Error(`ENOENT: no such file or directory, open '${loc}'`) as NodeJS.ErrnoException;
   err.code = 'ENOENT';
   return err;
 }
