@@ -47,6 +47,7 @@ export function buildProgram(): Command {
     .option('--ui-port <PORT>', 'Temporal UI port (default 8233)')
     .option('--workers <N>', 'workers in this process, 1..32 (default 1)')
     .option('--demo', 'create table demo and write a few generations into it')
+    .option('--storage <KIND>', 'fs (default: tables under --data) or s3 (an embedded SeaweedFS under --data; tables in s3://turnstile/data)')
     .action(run(async () => (await import('./dev')).dev));
 
   const cluster = program.command('cluster').description('a local multi-node Temporal cluster on its own PostgreSQL, with the UI and workers');

@@ -2,7 +2,7 @@ import type { Config } from '../config/config-schema';
 import { createWorker } from '../worker/create-worker';
 import { installRuntime } from '../worker/runtime';
 import { type Parsed } from './args';
-import { readConfig } from './context';
+import { readCheckedConfig } from './context';
 
 /**
  * Installs the process's runtime with the Prometheus endpoint of `worker.metricsAddress`
@@ -16,7 +16,7 @@ export async function installWorkerRuntime(config: Config, label = 'Metrics:'): 
 
 /** `turnstile worker`: one stateless worker against TEMPORAL_ADDRESS; scale by running more. */
 export async function worker(_p: Parsed): Promise<void> {
-  const config = readConfig();
+  const config = await readCheckedConfig();
   await installWorkerRuntime(config);
   const { worker, connection } = await createWorker({
     ...config.temporal,

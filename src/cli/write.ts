@@ -4,7 +4,7 @@ import { castForTable } from '../writer/cast-columns';
 import { foreignKey } from '../writer/route-rows';
 import { TableWriter } from '../client/table-writer';
 import { int, str, UsageError, type Parsed } from './args';
-import { readConfig } from './context';
+import { readCheckedConfig } from './context';
 import { tableArg, withTables } from './operator-commands';
 import { progress } from './progress';
 
@@ -63,7 +63,7 @@ export async function write(p: Parsed): Promise<void> {
   const count = file === undefined ? int(p, 'rows', 1, 10_000_000) : 0;
   const keys = keyRange(str(p, 'keys'), count);
   const seed = int(p, 'seed', 0, 2 ** 31, Date.now() % 2 ** 31);
-  const config = readConfig();
+  const config = await readCheckedConfig();
   const rowsOfFile = file === undefined ? null : await readRowsFile(file);
   await withTables(async (tables) => {
     const writer = await TableWriter.open(tables, config.dataRoot, name).catch((e: Error) => {

@@ -104,7 +104,7 @@ async function waitUntilServing(address: string, child: ChildProcess, timeoutMs:
  * detached shell watches us and stops the server once we are gone: no orphan server
  * keeps the port or the database.
  */
-function watchParent(serverPid: number): ChildProcess {
+export function watchParent(serverPid: number): ChildProcess {
   const script = `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; kill -TERM ${serverPid} 2>/dev/null; sleep 10; kill -0 ${serverPid} 2>/dev/null && kill -KILL ${serverPid}`;
   const w = spawn('/bin/sh', ['-c', script], { detached: true, stdio: 'ignore' });
   w.unref();
