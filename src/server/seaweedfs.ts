@@ -40,7 +40,7 @@ async function createBucket(env: Record<string, string>, bucket: string, alive: 
   let last: unknown;
   try {
     while (Date.now() < deadline) {
-      if (!alive()) throw new Error('weed server exited before serving S3');
+      if (!alive()) throw new WeedExitedError('weed server exited before serving S3');
       try {
         await s3.send(new CreateBucketCommand({ Bucket: bucket })).catch((e: Error) => {
           if (!/BucketAlready/.test(e.name)) throw e;
@@ -58,7 +58,28 @@ async function createBucket(env: Record<string, string>, bucket: string, alive: 
   throw new Error(`SeaweedFS S3 at ${env.AWS_ENDPOINT_URL} did not serve within ${timeoutMs} ms: ${String(last)}`);
 }
 
+/**
+ * Ports are found free a moment before weed binds them; with other servers starting at
+ * the same time (the suite's Temporal dev server picks ports of its own) one can be taken
+ * meanwhile and weed exits. It is started again then, with fresh ports (a fresh-clone
+ * CI run failed once this way).
+ */
+const START_ATTEMPTS = 3;
+
 export async function startSeaweedfs(opts: SeaweedOptions): Promise<Seaweed> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(opts);
+    } catch (e) {
+      if (attempt >= START_ATTEMPTS || !(e instanceof WeedExitedError)) throw e;
+    }
+  }
+}
+
+/** weed ended before it served S3: worth starting again (see START_ATTEMPTS). */
+class WeedExitedError extends Error {}
+
+async function startOnce(opts: SeaweedOptions): Promise<Seaweed> {
   const accessKey = opts.accessKey ?? 'turnstile';
   const secretKey = opts.secretKey ?? 'turnstile-secret';
   fs.mkdirSync(opts.dir, { recursive: true });
@@ -104,6 +125,7 @@ export async function startSeaweedfs(opts: SeaweedOptions): Promise<Seaweed> {
     await createBucket(env, opts.bucket, () => child.exitCode === null && child.signalCode === null, 60_000);
   } catch (e) {
     killNow();
+    process.off('exit', killNow);
     throw e;
   }
   return {
