@@ -1,8 +1,7 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../paths';
-import { freePort, watchParent } from './dev-server';
+import { ExitedBeforeServingError, freePort, spawnOwned, startAgainIfExited } from './dev-server';
 
 // Starts SeaweedFS (`weed server`, built by scripts/ensure-seaweedfs.mjs) as a local
 // S3-compatible server: master, volume, filer and S3 gateway in one process, every port
@@ -40,7 +39,7 @@ async function createBucket(env: Record<string, string>, bucket: string, alive: 
   let last: unknown;
   try {
     while (Date.now() < deadline) {
-      if (!alive()) throw new WeedExitedError('weed server exited before serving S3');
+      if (!alive()) throw new ExitedBeforeServingError('weed server exited before serving S3');
       try {
         await s3.send(new CreateBucketCommand({ Bucket: bucket })).catch((e: Error) => {
           if (!/BucketAlready/.test(e.name)) throw e;
@@ -58,26 +57,10 @@ async function createBucket(env: Record<string, string>, bucket: string, alive: 
   throw new Error(`SeaweedFS S3 at ${env.AWS_ENDPOINT_URL} did not serve within ${timeoutMs} ms: ${String(last)}`);
 }
 
-/**
- * Ports are found free a moment before weed binds them; with other servers starting at
- * the same time (the suite's Temporal dev server picks ports of its own) one can be taken
- * meanwhile and weed exits. It is started again then, with fresh ports (a fresh-clone
- * CI run failed once this way).
- */
-const START_ATTEMPTS = 3;
-
-export async function startSeaweedfs(opts: SeaweedOptions): Promise<Seaweed> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await startOnce(opts);
-    } catch (e) {
-      if (attempt >= START_ATTEMPTS || !(e instanceof WeedExitedError)) throw e;
-    }
-  }
+/** Started again with fresh ports if weed exits before serving (a port taken meanwhile). */
+export function startSeaweedfs(opts: SeaweedOptions): Promise<Seaweed> {
+  return startAgainIfExited(() => startOnce(opts));
 }
-
-/** weed ended before it served S3: worth starting again (see START_ATTEMPTS). */
-class WeedExitedError extends Error {}
 
 async function startOnce(opts: SeaweedOptions): Promise<Seaweed> {
   const accessKey = opts.accessKey ?? 'turnstile';
@@ -109,16 +92,9 @@ async function startOnce(opts: SeaweedOptions): Promise<Seaweed> {
     '-volume.max=0',
     '-master.telemetry=false',
   ];
-  const out = opts.logFile ? fs.openSync(opts.logFile, 'a') : 'ignore';
-  const child = spawn(opts.binary, args, { stdio: ['ignore', out, out], detached: true });
-  const watchdog = watchParent(child.pid!);
   // weed takes long to stop on SIGTERM (it flushes and deregisters); its data is
-  // scratch, so it is killed outright.
-  const killNow = () => {
-    child.kill('SIGKILL');
-    watchdog.kill('SIGKILL');
-  };
-  process.on('exit', killNow);
+  // scratch, so stop() kills it outright.
+  const { child, killNow } = spawnOwned(opts.binary, args, opts.logFile);
   const endpoint = `http://127.0.0.1:${s3}`;
   const env = { AWS_ENDPOINT_URL: endpoint, AWS_ACCESS_KEY_ID: accessKey, AWS_SECRET_ACCESS_KEY: secretKey, AWS_REGION: 'us-east-1' };
   try {
