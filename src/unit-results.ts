@@ -25,6 +25,11 @@ export interface PreparedMerge {
   resumedVia: 'heartbeat' | 'scan' | 'batch' | null;
   /** Where this attempt's time went (ms), for benchmarks and operators. */
   timings?: PrepareTimings;
+  /**
+   * Not prepared: a single small generation whose commit reads, checks and deduplicates
+   * it itself (policy directMergeMaxBytes); preparedPath is null, rows 0, bytes its size.
+   */
+  direct?: boolean;
 }
 
 export interface PrepareTimings {
