@@ -84,7 +84,8 @@ export const preparingCount = (state: TableState): number => state.units.filter(
 
 /**
  * The size of a merge's one generation when it needs no preparation activity: a single
- * seq, the newest sealed, whose writer reported its bytes, within directMergeMaxBytes.
+ * seq, the newest sealed, whose writer reported its bytes, within directMergeMaxBytes,
+ * and no other merge of its shard in flight.
  * Preparing it would read the file, find it is its own newest row per key, and hand
  * the commit its path: that costs an activity and a workflow task for a few ms of work,
  * which the commit then does itself (reading, checking and, if keys repeat, keeping the
@@ -93,6 +94,9 @@ export const preparingCount = (state: TableState): number => state.units.filter(
  */
 function directBytes(state: TableState, w: Wanted): number | null {
   if (!state.directMerges || w.kind !== 'merge' || w.fromSeq !== w.toSeq) return null;
+  // Heads only: a follower ready at once would wait for its head's turn as if it were
+  // commit-ready, unlike one whose preparation overlaps that wait.
+  if (mergeUnitsOf(state, w.shard).length > 0) return null;
   const s = state.shards.find((x) => x.shard === w.shard);
   if (!s || s.sealedThroughSeq !== w.toSeq || s.sealedBytes === undefined || s.sealedBytes > state.policy.directMergeMaxBytes) return null;
   return s.sealedBytes;
