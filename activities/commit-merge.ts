@@ -1,6 +1,7 @@
 import { arrow, CorruptArrowFileError, readIpcFile, type ArrowTable } from '../src/storage/arrow';
 import { conditionalUpsert, openLanceTable, openOrCreateLanceTable } from '../src/storage/lance-table';
 import { readTableMeta } from '../src/storage/table-meta';
+import { commitReservation, withReservation } from './admission';
 import type { CommitMergeInput, CommitResult, PreparedMerge } from './contract';
 import { mergeDeadlineMs } from './deadlines';
 import type { ActivityDeps } from './deps';
@@ -24,7 +25,8 @@ async function readPrepared(file: string): Promise<ArrowTable> {
 
 export function makeCommitMerge(deps: ActivityDeps) {
   return async function commitMerge(input: CommitMergeInput): Promise<CommitResult> {
-    return commit(deps, input, new ProgressReporter('commitMerge', deps.faults));
+    const bytes = [input.prepared, ...(input.more ?? [])].reduce((n, p) => n + p.bytes, 0);
+    return withReservation(deps, commitReservation(bytes), () => commit(deps, input, new ProgressReporter('commitMerge', deps.faults)));
   };
 }
 

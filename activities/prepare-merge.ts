@@ -4,6 +4,7 @@ import { readShardSealed } from '../src/storage/generation-store';
 import { readGcFloor } from '../src/storage/gc-floor';
 import { generationFile, parsePreparedName, preparedFile, tableLayout, type TableLayout } from '../src/storage/layout';
 import { readTableMeta } from '../src/storage/table-meta';
+import { boundMergeRange, prepareReservation, withReservation } from './admission';
 import type { PrepareMergeInput, PreparedMerge, PrepareTimings, Progress } from './contract';
 import type { ActivityDeps } from './deps';
 import { fail, isNotFound } from './failures';
@@ -62,7 +63,10 @@ async function readGeneration(file: string, shard: string, seq: number, sealedTh
 
 export function makePrepareMerge(deps: ActivityDeps) {
   return async function prepareMerge(input: PrepareMergeInput): Promise<PreparedMerge> {
-    return prepare(deps, input, new ProgressReporter('prepareMerge', deps.faults));
+    // Issue 8: the range is cut to what fits a batch, and its reservation is held while it runs.
+    const bounded = await boundMergeRange(deps, input);
+    const p = await withReservation(deps, prepareReservation(bounded.bytes), () => prepare(deps, { ...input, toSeq: bounded.toSeq }, new ProgressReporter('prepareMerge', deps.faults)));
+    return bounded.maxBatchBytes === undefined ? p : { ...p, maxBatchBytes: bounded.maxBatchBytes };
   };
 }
 

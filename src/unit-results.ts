@@ -25,6 +25,11 @@ export interface PreparedMerge {
   resumedVia: 'heartbeat' | 'scan' | 'batch' | null;
   /** Where this attempt's time went (ms), for benchmarks and operators. */
   timings?: PrepareTimings;
+  /**
+   * The batch bound (generation bytes) of the fleet when it was prepared (issue 8): the
+   * batches committed together in one turn stay within it. Absent without a budget.
+   */
+  maxBatchBytes?: number;
 }
 
 export interface PrepareTimings {

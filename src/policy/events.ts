@@ -54,6 +54,9 @@ function giveUp(state: TableState, u: Unit, nowMs: number, error: string): void 
 function onPrepared(state: TableState, e: Ev<'prepared'>, nowMs: number): void {
   const u = findUnit(state, e.unitId);
   if (u?.state !== 'preparing') return;
+  // A merge preparation may cover only the start of its range (a batch bounded by the
+  // fleet's memory, issue 8): the rest stays backlog, for a follower or the next unit.
+  if (u.kind === 'merge' && e.kind === 'merge' && e.prepared && e.prepared.toSeq >= u.fromSeq && e.prepared.toSeq < u.toSeq) u.toSeq = e.prepared.toSeq;
   state.counters.retries += Math.max(0, e.attempts - 1);
   if (e.reservedBytes !== undefined) u.reservedBytes = e.reservedBytes;
   if (!e.needsCommit) {
