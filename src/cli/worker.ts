@@ -30,7 +30,7 @@ export async function worker(_p: Parsed): Promise<void> {
   });
   const from = config.worker.memoryBudgetBytes === undefined ? 'default: half the machine' : 'worker.memoryBudgetBytes';
   console.log(`memory budget ${formatBytes(budget)} (${budget} bytes, ${from}); prepared cache ${formatBytes(memory!.cacheBytes)}, largest unit ${formatBytes(memory!.claimBytes())}`);
-  console.log(`worker ${identity} on ${config.temporal.address} task queue ${config.temporal.taskQueue}, data ${config.dataRoot}`);
+  console.log(`worker on ${config.temporal.address} task queue ${config.temporal.taskQueue}, data ${config.dataRoot}, identity ${identity}`);
   // The SDK's worker shuts down gracefully on SIGINT/SIGTERM by itself: it stops polling
   // and lets running activities finish for worker.shutdownGraceSecs.
   try {

@@ -11,6 +11,7 @@ import { liveRecords, RECORD_EVERY_MS, removeRecord, writeRecord, type WorkerRec
 // which batch and claim sizes follow).
 
 const PREPARED_CACHE_MAX = 256 * 2 ** 20;
+const CHANGE_WRITE_MS = 100;
 
 export interface FleetMemory {
   budgetBytes: number;
@@ -73,8 +74,19 @@ export function fleetMemory(opts: { budgetBytes: number; dataRoot: string; maxSl
       tick();
       const timer = setInterval(tick, RECORD_EVERY_MS);
       timer.unref();
+      // A change is written soon (at most one write per CHANGE_WRITE_MS), not only on the period.
+      let soon: NodeJS.Timeout | undefined;
+      ledger.onChange = () => {
+        soon ??= setTimeout(() => {
+          soon = undefined;
+          tick();
+        }, CHANGE_WRITE_MS);
+        soon.unref();
+      };
       return async () => {
         stopped = true;
+        ledger.onChange = () => undefined;
+        if (soon) clearTimeout(soon);
         clearInterval(timer);
         await last;
         await removeRecord(opts.dataRoot, identity);

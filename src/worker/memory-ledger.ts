@@ -25,6 +25,8 @@ export class MemoryLedger {
   /** Poll claims whose poll brought a task, oldest first: the next unit converts one of them. */
   private readonly usedClaims: string[] = [];
   private nextClaim = 1;
+  /** Called after every change of what is held or waiting (the registry record follows it). */
+  onChange: () => void = () => undefined;
 
   constructor(readonly budgetBytes: number) {
     this.ledger = emptyLedger(budgetBytes);
@@ -114,6 +116,7 @@ export class MemoryLedger {
   private apply(e: AdmissionEvent): void {
     const r = admit(this.ledger, e);
     this.ledger = r.ledger;
+    this.onChange();
     for (const id of r.admitted) {
       const w = this.waiters.get(id);
       this.waiters.delete(id);
