@@ -47,3 +47,15 @@ test('wait-merged-fanout: every waiting process answers with the version of the 
   expect(out).toMatch(/answered with the right version \(\d+\): 3\/3/);
   expect(out).toMatch(/commit done -> answer \(ms\): first -?\d+, p50 -?\d+, last -?\d+/);
 });
+
+test('scale-out: every shard merged with 1 and 2 worker processes, CPU per run printed', async () => {
+  const out = await bench('scale-out.ts', ['--tables', '2', '--generations', '2', '--rows', '100', '--workers', '1,2']);
+  expect(out).toMatch(/^ +1 +[\d.]+ +\d+ +1\.00x +[\d.]+ +[\d.]+ +(n\/a|[\d.]+) +[\d.]+$/m);
+  expect(out).toMatch(/^ +2 +[\d.]+ +\d+ +[\d.]+x/m);
+  expect(out).toContain('every shard merged: PASS');
+});
+
+test('memory-factor: peak RSS added by a prepare and a commit, in fresh processes', async () => {
+  const out = await bench('memory-factor.ts', ['4000']);
+  expect(out).toMatch(/^\| 4000 \| [\d.]+ MiB \| [\d.]+ MiB \| [\d.]+ \| [\d.]+ MiB \| [\d.]+ \|$/m);
+});
