@@ -17,7 +17,7 @@ export const PREPARE_FACTOR = 4;
 export const PREPARE_BASE_BYTES = 32 * MiB;
 export const COMMIT_FACTOR = 10;
 export const COMMIT_BASE_BYTES = 64 * MiB;
-/** snapshot, planOptimize, planIndex, planGc, gc: metadata only. */
+/** planOptimize, planIndex, planGc, gc: metadata only. */
 export const SMALL_BYTES = 16 * MiB;
 /** commitOptimize and ensureIndex: not measured yet, a fixed guess (README says so). */
 export const MAINTENANCE_BYTES = 128 * MiB;
@@ -91,7 +91,6 @@ export async function boundMergeRange(deps: ActivityDeps, input: PrepareMergeInp
 
 /** The reservation of activities whose memory does not grow with their input. */
 export const FIXED_RESERVATIONS: Record<string, number> = {
-  snapshot: SMALL_BYTES,
   planOptimize: SMALL_BYTES,
   planIndex: SMALL_BYTES,
   planGc: SMALL_BYTES,

@@ -6,6 +6,7 @@ import type { CommitMergeInput, CommitResult, PreparedMerge } from './contract';
 import { mergeDeadlineMs } from './deadlines';
 import type { ActivityDeps } from './deps';
 import { fail, isNotFound } from './failures';
+import { prepare } from './prepare-merge';
 import { ProgressReporter } from './progress';
 
 // The commit of a merge, run while holding the table's turn. Idempotent by
@@ -13,13 +14,24 @@ import { ProgressReporter } from './progress';
 // after a commit whose result was lost, or a late attempt of a presumed-dead worker,
 // changes no rows. `rows` in the result counts rows inserted or updated by THIS call.
 
-async function readPrepared(file: string): Promise<ArrowTable> {
+/**
+ * A prepared batch from disk. Batches are written without fsync (prepare-merge.ts), so
+ * after an OS crash one can be missing or fail its checksum: it is then prepared again
+ * here, from its generations, inside the turn (slower, but the unit is not held for an
+ * operator; a generation that is itself missing or corrupt still fails the commit).
+ */
+async function readPrepared(deps: ActivityDeps, input: CommitMergeInput, p: PreparedMerge, progress: ProgressReporter): Promise<ArrowTable> {
+  const file = p.preparedPath as string;
   try {
     return await readIpcFile(file);
   } catch (err) {
-    if (isNotFound(err)) throw fail('PreparedMissing', `prepared batch ${file} is missing; prepare the unit again`);
-    if (err instanceof CorruptArrowFileError) throw fail('CorruptPrepared', `corrupt prepared batch ${err.message}; prepare the unit again`);
-    throw err;
+    if (!isNotFound(err) && !(err instanceof CorruptArrowFileError)) throw err;
+    deps.log?.(`commitMerge ${input.table} ${p.shard} ${p.fromSeq}..${p.toSeq}: prepared batch ${file} ${isNotFound(err) ? 'is missing' : 'is corrupt'}; preparing it again`);
+    const again = await prepare(deps, { table: input.table, key: input.key, shard: p.shard, fromSeq: p.fromSeq, toSeq: p.toSeq }, progress);
+    if (!again.preparedPath) return new arrow.Table();
+    const table = deps.preparedCache?.take(again.preparedPath) ?? (await readIpcFile(again.preparedPath));
+    progress.report({ phase: 'commit', step: 'read-prepared' });
+    return table;
   }
 }
 
@@ -31,11 +43,12 @@ export function makeCommitMerge(deps: ActivityDeps) {
 }
 
 /** Reads every batch of the turn (from this worker's memory when it prepared them) as one table. */
-async function readBatches(deps: ActivityDeps, all: PreparedMerge[]): Promise<ArrowTable> {
+async function readBatches(deps: ActivityDeps, input: CommitMergeInput, all: PreparedMerge[], progress: ProgressReporter): Promise<ArrowTable> {
   const tables: ArrowTable[] = [];
   for (const p of all) {
     if (!p.preparedPath || p.rows === 0) continue;
-    tables.push(deps.preparedCache?.take(p.preparedPath) ?? (await readPrepared(p.preparedPath)));
+    const t = deps.preparedCache?.take(p.preparedPath) ?? (await readPrepared(deps, input, p, progress));
+    if (t.numRows > 0) tables.push(t);
   }
   if (tables.length <= 1) return tables[0] ?? new arrow.Table();
   // Shards never share a key, so the batches together still have one row per key; all
@@ -51,7 +64,7 @@ async function commit(deps: ActivityDeps, input: CommitMergeInput, progress: Pro
   const shards = new Set(all.map((p) => p.shard));
   if (shards.size !== all.length) throw fail('InvalidInput', `commitMerge: two batches of one shard in one commit (${all.map((p) => p.shard).join(', ')})`);
   progress.report({ phase: 'commit', step: 'read-prepared' });
-  const batch = await readBatches(deps, all);
+  const batch = await readBatches(deps, input, all, progress);
   if (batch.numRows === 0) {
     // An empty merge would still create a version: skip it.
     const tbl = await openLanceTable(deps.dataRoot, input.table);

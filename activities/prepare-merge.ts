@@ -28,6 +28,16 @@ import { generationProblem } from './validate-generation';
 // Dedup state itself is in memory (the heartbeat payload is capped at a few KiB), so
 // without any checkpoint the read starts over.
 
+/**
+ * Prepared batches and checkpoints are derived from durable generations, so they are
+ * written without fsync: after an OS crash a lost one is prepared again (the commit
+ * fails with PreparedMissing) and a damaged one fails its checksum (loadValid skips it,
+ * the commit fails with CorruptPrepared); no seal depends on them. The fsync of a
+ * multi-megabyte batch, on a disk shared with other writers, cost tens to hundreds of
+ * ms inside the preparation.
+ */
+const DERIVED = { durable: false };
+
 async function loadValid(file: string, key: string): Promise<{ table: ArrowTable; bytes: number } | null> {
   try {
     const table = await readIpcFile(file);
@@ -70,7 +80,8 @@ export function makePrepareMerge(deps: ActivityDeps) {
   };
 }
 
-async function prepare(deps: ActivityDeps, input: PrepareMergeInput, progress: ProgressReporter): Promise<PreparedMerge> {
+/** The preparation itself, also run by a commit whose prepared batch was lost (commit-merge.ts). */
+export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, progress: ProgressReporter): Promise<PreparedMerge> {
   const { table, shard, fromSeq, toSeq } = input;
   if (!Number.isSafeInteger(fromSeq) || !Number.isSafeInteger(toSeq) || fromSeq < 1 || fromSeq > toSeq) {
     throw fail('InvalidInput', `prepareMerge: seq range ${fromSeq}..${toSeq} is not valid`);
@@ -133,7 +144,7 @@ async function prepare(deps: ActivityDeps, input: PrepareMergeInput, progress: P
     if (seq < toSeq && Date.now() - lastCheckpoint >= checkpointMs) {
       const partial = acc.build();
       if (partial) {
-        await writeIpcFileAtomic(preparedFile(l, shard, fromSeq, seq), partial);
+        await writeIpcFileAtomic(preparedFile(l, shard, fromSeq, seq), partial, DERIVED);
         checkpointThroughSeq = seq;
         progress.report({ phase: 'read', filesRead: seq - fromSeq + 1, rowsRead: acc.rowsRead, checkpointThroughSeq });
       }
@@ -157,7 +168,7 @@ async function prepare(deps: ActivityDeps, input: PrepareMergeInput, progress: P
   timings.dedupeMs += performance.now() - t;
   if (!batch) return { ...base, preparedPath: null, rows: 0, bytes: 0, resumedFromFile, resumedVia, timings: rounded(timings) };
   t = performance.now();
-  const { bytes } = await writeIpcFileAtomic(out, batch);
+  const { bytes } = await writeIpcFileAtomic(out, batch, DERIVED);
   timings.encodeMs += performance.now() - t;
   deps.preparedCache?.put(out, batch, bytes);
   progress.report({ phase: 'encode', bytesWritten: bytes });

@@ -4,7 +4,7 @@
 // task timeouts and failures (from the tables' histories), CPU and peak RSS of the
 // server and of each worker, and history events per table.
 //
-//   npx tsx bench/many-tables.ts [--tables 1000] [--workers 2] [--minutes 10] [--interval-secs 60] [--rows 100]
+//   npx tsx bench/many-tables.ts [--tables 1000] [--workers 2] [--minutes 10] [--interval-secs 60] [--rows 100] [--wait-merged]
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -32,6 +32,9 @@ const { values: opt } = parseArgs({
     minutes: { type: 'string', default: '10' },
     'interval-secs': { type: 'string', default: '60' },
     rows: { type: 'string', default: '100' },
+    'wait-merged': { type: 'boolean', default: false },
+    /** start-dev's own SQLite and search-attribute settings instead of ours, to compare. */
+    'start-dev-defaults': { type: 'boolean', default: false },
   },
 });
 const num = (name: keyof typeof opt, min: number): number => {
@@ -44,6 +47,14 @@ const WORKERS = Math.floor(num('workers', 1));
 const MINUTES = num('minutes', 0.01);
 const INTERVAL_MS = num('interval-secs', 0.1) * 1000;
 const ROWS = Math.floor(num('rows', 1));
+/**
+ * With --wait-merged every seal is followed by a MergeWaiter wait (read-your-merges, an
+ * awaitMerged update per seal: about two more workflow tasks each) and a table seals its
+ * next generation only after that. By default writers seal on schedule, as streaming
+ * writers do, and seal -> merged is read from the histories: the close of the commit
+ * whose range covers the seal.
+ */
+const WAIT_MERGED = opt['wait-merged'] === true;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** How long after the run a seal may still take to be merged before it counts as not merged. */
@@ -52,12 +63,12 @@ const GRACE_MS = 60_000;
 async function main(): Promise<void> {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-bench-many-'));
   const root = path.join(tmp, 'data');
-  const { address, server } = await benchServer(tmp);
+  const { address, server } = await benchServer(tmp, { startDevDefaults: opt['start-dev-defaults'] === true });
   const client = await connectClient({ address, namespace: 'default' });
   const taskQueue = `bench-many-${process.pid}`;
   const workers: ChildProcess[] = [];
   const names = Array.from({ length: TABLES }, (_, i) => `many-${process.pid}-${i}`);
-  console.log(`many tables: ${TABLES} tables x 1 generation of ${ROWS} rows every ${INTERVAL_MS / 1000} s for ${MINUTES} min, ${WORKERS} worker processes, ${os.cpus().length} cores`);
+  console.log(`many tables: ${TABLES} tables x 1 generation of ${ROWS} rows every ${INTERVAL_MS / 1000} s for ${MINUTES} min, ${WORKERS} worker processes, ${os.cpus().length} cores, ${opt['start-dev-defaults'] ? "start-dev's server settings" : 'our server settings'}; ${WAIT_MERGED ? 'each seal waited for with MergeWaiter' : 'seal -> merged from the histories'}`);
   try {
     for (let i = 0; i < WORKERS; i++) workers.push(await startWorkerProcess(address, taskQueue, root));
     const tables = new TableClient(client, taskQueue);
@@ -79,6 +90,8 @@ async function main(): Promise<void> {
     const waiter = new MergeWaiter(client);
     const latencies: number[] = [];
     const failures: string[] = [];
+    /** Per table: seq -> when its seal began (epoch ms), for the history-based latency. */
+    const sealStarts = names.map(() => new Map<number, number>());
     let sealed = 0;
     let unmerged = 0;
     const endAt = performance.now() + MINUTES * 60_000;
@@ -87,15 +100,18 @@ async function main(): Promise<void> {
     await Promise.all(
       writers.map(async (w, i) => {
         let next = startAt + (i / TABLES) * INTERVAL_MS;
-        // A table whose merges fall behind seals late (it waits for each merge), and stops
-        // sealing at the end of the run; its last wait is bounded by GRACE_MS.
+        // With --wait-merged a table whose merges fall behind seals late (it waits for
+        // each merge), and stops sealing at the end of the run; its last wait is bounded by GRACE_MS.
         for (let g = 0; next < endAt && performance.now() < endAt; g++, next += INTERVAL_MS) {
           await sleep(Math.max(0, next - performance.now()));
           const rows = generateRows({ keys: [g * ROWS, g * ROWS + 2 * ROWS], count: ROWS, shard: 's0', shards: ['s0'], seed: i * 7919 + g });
           const t = performance.now();
+          const tEpoch = Date.now();
           try {
             const r = await w.write('s0', rows);
             sealed++;
+            sealStarts[i]!.set(r.seq, tEpoch);
+            if (!WAIT_MERGED) continue;
             const left = endAt + GRACE_MS - performance.now();
             const merged = await Promise.race([waiter.wait(w.meta.name, 's0', r.seq).then(() => true, () => false), sleep(Math.max(0, left)).then(() => false)]);
             if (!merged) {
@@ -109,6 +125,24 @@ async function main(): Promise<void> {
         }
       }),
     );
+    if (!WAIT_MERGED) {
+      // Every table merged through its last seal, or the grace period is over.
+      const lastSeq = sealStarts.map((m) => Math.max(0, ...m.keys()));
+      const graceEnd = performance.now() + GRACE_MS;
+      let behind = names.map((_, i) => i).filter((i) => lastSeq[i]! > 0);
+      while (behind.length > 0 && performance.now() < graceEnd) {
+        const still: number[] = [];
+        for (let j = 0; j < behind.length; j += 50) {
+          const chunk = behind.slice(j, j + 50);
+          const st = await Promise.all(chunk.map((i) => tables.state(names[i]!).catch(() => null)));
+          chunk.forEach((i, k) => {
+            if ((st[k]?.shards[0]?.mergedThroughSeq ?? 0) < lastSeq[i]!) still.push(i);
+          });
+        }
+        behind = still;
+        if (behind.length > 0) await sleep(2000);
+      }
+    }
     const runSecs = (performance.now() - startAt) / 1000;
     const cpu1 = { server: server ? cpuSeconds(server.pid) : null, workers: workers.map((w) => cpuSeconds(w.pid!)) };
 
@@ -122,8 +156,19 @@ async function main(): Promise<void> {
     const activityRun = new Map<string, number[]>();
     for (let i = 0; i < names.length; i += 50) {
       await Promise.all(
-        names.slice(i, i + 50).map(async (name) => {
+        names.slice(i, i + 50).map(async (name, k) => {
           const h = await client.workflow.getHandle(workflowIdForTable(name)).fetchHistory();
+          if (!WAIT_MERGED) {
+            // Each seal is merged when the first completed commit whose range covers it closes.
+            const commits = activityRunsOf(h)
+              .filter((r) => r.type === 'commitMerge' && r.outcome === 'completed' && r.closedAtMs !== null)
+              .map((r) => ({ toSeq: Number(/ \d+-(\d+)$/.exec(r.activityId)?.[1] ?? 0), atMs: r.closedAtMs! }));
+            for (const [seq, at] of sealStarts[i + k]!) {
+              const c = commits.find((x) => x.toSeq >= seq);
+              if (c) latencies.push(c.atMs - at);
+              else unmerged++;
+            }
+          }
           const ev = h.events ?? [];
           events.push(ev.length);
           const w = workflowTaskLatencies(ev);
@@ -143,16 +188,17 @@ async function main(): Promise<void> {
     const ev = stat(events);
     const perHour = (n: number) => (n * 3600) / runSecs;
     const offered = Math.round((TABLES * MINUTES * 60_000) / INTERVAL_MS);
-    console.log(`offered ${offered} seals, sealed ${sealed}, merged and answered ${latencies.length}, not merged within ${GRACE_MS / 1000} s after the end ${unmerged}, failures ${failures.length}${failures.length ? ` (first: ${failures[0]})` : ''}`);
+    console.log(`offered ${offered} seals, sealed ${sealed}, merged${WAIT_MERGED ? ' and answered' : ''} ${latencies.length}, not merged within ${GRACE_MS / 1000} s after the end ${unmerged}, failures ${failures.length}${failures.length ? ` (first: ${failures[0]})` : ''}`);
     console.log(`seal -> merged (ms): p50 ${l.p50.toFixed(0)}  p99 ${l.p99.toFixed(0)}  max ${Math.max(0, ...latencies).toFixed(0)}`);
     const wftTimeouts = Object.values(timeouts).reduce((a, b) => a + b, 0);
     console.log(`workflow task timeouts ${wftTimeouts}${wftTimeouts ? ` (${Object.entries(timeouts).map(([t, n]) => `${t} ${n}`).join(', ')})` : ''}, workflow task failures ${wftFailures}`);
     const line = (name: string, v: number[]) => `  ${name.padEnd(28)} n ${String(v.length).padStart(6)}  p50 ${stat(v).p50.toFixed(0).padStart(6)}  p99 ${stat(v).p99.toFixed(0).padStart(6)} ms`;
     console.log(['where the time went (from the histories):', line('workflow task queue', wftQueue), line('workflow task run', wftRun), line('activity queue', activityQueue), ...[...activityRun].map(([t, v]) => line(`activity ${t}`, v))].join('\n'));
+    console.log(`per seal: ${(ev.sum / Math.max(1, sealed)).toFixed(1)} history events, ${(wftRun.length / Math.max(1, sealed)).toFixed(2)} workflow tasks, ${(activityQueue.length / Math.max(1, sealed)).toFixed(2)} activities`);
     console.log(`history events per table: p50 ${ev.p50}  max ${Math.max(0, ...events)}  (${perHour(ev.p50).toFixed(0)} per table per hour at p50)`);
     const d = (a: number | null, b: number | null) => (a === null || b === null ? null : b - a);
     const serverCpu = d(cpu0.server, cpu1.server);
-    console.log(`server: CPU ${serverCpu === null ? 'unknown (external server)' : `${serverCpu.toFixed(1)} s (${((100 * serverCpu) / runSecs).toFixed(0)}% of one core)`}, peak RSS ${server ? mib(peakRssBytes(server.pid)) : 'unknown'}`);
+    console.log(`server: CPU ${serverCpu === null ? 'unknown (external server)' : `${serverCpu.toFixed(1)} s (${((100 * serverCpu) / runSecs).toFixed(0)}% of one core, ${((1000 * serverCpu) / Math.max(1, sealed)).toFixed(0)} ms per seal)`}, peak RSS ${server ? mib(peakRssBytes(server.pid)) : 'unknown'}`);
     workers.forEach((w, i) => {
       const c = d(cpu0.workers[i] ?? null, cpu1.workers[i] ?? null);
       console.log(`worker ${i + 1}: CPU ${c === null ? 'unknown' : `${c.toFixed(1)} s (${((100 * c) / runSecs).toFixed(0)}% of one core)`}, peak RSS ${mib(peakRssBytes(w.pid!))}`);

@@ -54,10 +54,10 @@ const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes)
 /** Encode a table or batch as a checksummed Arrow IPC file (file format, with footer). */
 export const encodeIpcFile = (data: ArrowTable | RecordBatch): Promise<Buffer> => encodeChecksummed(arrow, toTable(data));
 
-/** Write a table or batch as an Arrow IPC file atomically and durably, checksummed. */
-export async function writeIpcFileAtomic(file: string, data: ArrowTable | RecordBatch): Promise<{ bytes: number }> {
+/** Write a table or batch as an Arrow IPC file atomically and (unless `durable: false`, see writeFileAtomic) durably, checksummed. */
+export async function writeIpcFileAtomic(file: string, data: ArrowTable | RecordBatch, opts: { durable?: boolean } = {}): Promise<{ bytes: number }> {
   const bytes = await encodeIpcFile(data);
-  await writeFileAtomic(file, bytes);
+  await writeFileAtomic(file, bytes, opts);
   return { bytes: bytes.byteLength };
 }
 

@@ -33,12 +33,12 @@ export async function fsyncDir(dir: string): Promise<void> {
 }
 
 
-/** Write and fsync a new file (the caller renames it into place). */
-async function writeDurable(file: string, bytes: Uint8Array | string): Promise<void> {
+/** Write (and unless told otherwise fsync) a new file; the caller renames it into place. */
+async function writeNew(file: string, bytes: Uint8Array | string, sync: boolean): Promise<void> {
   const handle = await fs.open(file, 'wx');
   try {
     await handle.writeFile(bytes);
-    await handle.sync();
+    if (sync) await handle.sync();
   } finally {
     await handle.close();
   }
@@ -47,39 +47,55 @@ async function writeDurable(file: string, bytes: Uint8Array | string): Promise<v
 /**
  * Write bytes so that readers see either nothing or the whole file, also after a
  * crash: temp file, fsync, rename, fsync of the directory (makes the rename durable).
+ * `durable: false` skips both fsyncs, for files derived from durable ones (prepared
+ * batches, checkpoints): readers still see all or nothing while the OS runs, and what
+ * an OS crash loses or damages is made again (every reader checks the checksum).
  */
-export async function writeFileAtomic(file: string, bytes: Uint8Array | string): Promise<void> {
+export async function writeFileAtomic(file: string, bytes: Uint8Array | string, opts: { durable?: boolean } = {}): Promise<void> {
+  const durable = opts.durable ?? true;
   const tmp = tempPathFor(file);
   try {
-    await writeDurable(tmp, bytes);
+    await writeNew(tmp, bytes, durable);
     await fs.rename(tmp, file);
   } catch (err) {
     await fs.rm(tmp, { force: true });
     throw err;
   }
-  await fsyncDir(path.dirname(file));
+  if (durable) await fsyncDir(path.dirname(file));
 }
 
 /**
- * Create `file` durably only if no file of that name exists: the temp file is written
- * and fsynced, then hard-linked to its name (link fails with EEXIST instead of
- * replacing, so of several processes racing for one name exactly one wins), then the
- * directory is fsynced. Returns false, leaving nothing behind, when the name was taken.
+ * Create `file` durably only if no file of that name exists: the bytes go to a temp
+ * file, which is hard-linked to its name (link fails with EEXIST instead of replacing,
+ * so of several processes racing for one name exactly one wins) and only then fsynced.
+ * Returns false, leaving nothing behind, when the name was taken.
+ *
+ * Why no fsync of the directory: the link changes the file's inode (its link count) in
+ * the same journal transaction as the directory entry, and fsync of the file commits
+ * that transaction on journaling file systems (ext4, xfs, btrfs), so the name is durable
+ * when fsync returns: one journal commit per seal instead of two. Readers may see the
+ * name before the fsync; the bytes are complete by then (the write returned), and a
+ * process that dies before the fsync leaves them to the OS, which writes them. Only an
+ * OS crash in that window can leave a damaged file under the name, and the checksum in
+ * every sealed file refuses it (src/storage/ipc-checksum.ts); that seal was never
+ * acknowledged. On a file system without a journal the name may not survive an OS crash.
  */
 export async function createFileExclusive(file: string, bytes: Uint8Array | string): Promise<boolean> {
   const tmp = tempPathFor(file);
+  const handle = await fs.open(tmp, 'wx');
   let linked = false;
   try {
-    await writeDurable(tmp, bytes);
-    await fs.link(tmp, file);
-    linked = true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    await handle.writeFile(bytes);
+    try {
+      await fs.link(tmp, file);
+      linked = true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    if (linked) await handle.sync();
   } finally {
-    // The unlink and the directory fsync overlap: the name made durable is the link.
-    const unlinked = fs.rm(tmp, { force: true });
-    if (linked) await fsyncDir(path.dirname(file));
-    await unlinked;
+    await handle.close();
+    await fs.rm(tmp, { force: true });
   }
   return linked;
 }

@@ -2,6 +2,8 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createActivities } from '../../activities';
 import { openLanceTable } from '../../src/storage/lance-table';
+import { readIpcFile } from '../../src/storage/arrow';
+import { generationFile, tableLayout } from '../../src/storage/layout';
 import { makeFixture, prepareAndCommit, run, sealMany, start, tableRows, type Fixture } from './helpers';
 
 let f: Fixture;
@@ -106,15 +108,36 @@ describe('commitMerge', () => {
     expect(steps[2]!.deadlineMs).toBeGreaterThanOrEqual(t0 + 30_000);
   });
 
-  it('a missing prepared batch fails non-retryably so the unit is prepared again (commit on another worker)', async () => {
+  it('a prepared batch lost or damaged (they are written without fsync) is prepared again inside the commit, with the same result', async () => {
+    await sealMany(f, 's0', 2, 10, [0, 99]);
+    const p = await prep(1, 2);
+    const { rmSync, readFileSync, writeFileSync } = await import('node:fs');
+    const good = readFileSync(p.preparedPath!);
+    rmSync(p.preparedPath!);
+    const otherWorker = createActivities({ dataRoot: f.root });
+    const r1 = await commit(p, otherWorker);
+    expect(r1.rows).toBe(p.rows);
+    // Damaged: one byte flipped in the middle; the checksum refuses it and it is rebuilt.
+    const bad = Buffer.from(good);
+    bad[bad.length >> 1] = bad[bad.length >> 1]! ^ 0xff;
+    writeFileSync(p.preparedPath!, bad);
+    const r2 = await commit(p, createActivities({ dataRoot: f.root }));
+    // Rows already merged: the conditional upsert changes nothing the second time.
+    expect(r2.rows).toBe(0);
+    expect((await readIpcFile(p.preparedPath!)).numRows).toBe(p.rows);
+    expect(await tableRows(f)).toHaveLength(p.rows);
+  });
+
+  it('a lost prepared batch whose generation is gone too still fails the commit, naming the generation', async () => {
     await sealMany(f, 's0', 2, 10, [0, 99]);
     const p = await prep(1, 2);
     const { rmSync } = await import('node:fs');
     rmSync(p.preparedPath!);
-    const otherWorker = createActivities({ dataRoot: f.root });
-    const err = await commit(p, otherWorker).catch((e: unknown) => e);
+    const gen = generationFile(tableLayout(f.root, f.table), 's0', 2);
+    rmSync(gen);
+    const err = await commit(p, createActivities({ dataRoot: f.root })).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ApplicationFailure);
-    expect((err as ApplicationFailure).type).toBe('PreparedMissing');
+    expect((err as ApplicationFailure).type).toBe('MissingGeneration');
   });
 
   it('on the worker that prepared it, the commit takes the batch from memory instead of reading it again', async () => {
