@@ -55,7 +55,7 @@ async function runWith(n: number, address: string, serverPid: number | null, dir
     const metas = [];
     let rows = 0;
     for (let t = 0; t < TABLES; t++) {
-      const meta = await createTableMeta(root, { name: `scale${t}`, key: 'id', shards: SHARDS, indices: [] });
+      const meta = await createTableMeta(root, { name: `scale${n}w-${t}-${process.pid}`, key: 'id', shards: SHARDS, indices: [] });
       metas.push(meta);
       for (const shard of SHARDS) {
         for (let g = 0; g < GENS; g++) {

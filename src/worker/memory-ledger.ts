@@ -95,9 +95,10 @@ export class MemoryLedger {
 
   private wait(id: string, bytes: number, what: Omit<Holding, 'id' | 'bytes' | 'sinceMs'>, e: AdmissionEvent, signal?: AbortSignal): Promise<void> {
     return new Promise<void>((resolve, reject) => {
+      // The SDK expects an aborted reservation to reject with the signal's own reason.
       const onAbort = () => {
         this.release(id);
-        reject(new Error(`${id}: aborted while waiting for ${bytes} bytes`));
+        reject(signal?.reason ?? new Error(`${id}: aborted while waiting for ${bytes} bytes`));
       };
       this.waiters.set(id, {
         resolve: () => {

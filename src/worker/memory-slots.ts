@@ -27,6 +27,7 @@ class Slots {
   }
 
   async take(signal: AbortSignal): Promise<void> {
+    if (signal.aborted) throw signal.reason;
     if (this.free > 0 && this.queue.length === 0) {
       this.free--;
       return;
@@ -39,7 +40,7 @@ class Slots {
       const onAbort = () => {
         const i = this.queue.indexOf(grant);
         if (i >= 0) this.queue.splice(i, 1);
-        reject(new Error('slot reservation aborted'));
+        reject(signal.reason);
       };
       signal.addEventListener('abort', onAbort, { once: true });
       this.queue.push(grant);
