@@ -1,10 +1,10 @@
-import fs from 'node:fs/promises';
 import { Context } from '@temporalio/activity';
 import { formatBytes } from '../src/config/bytes';
 import { generationFile, tableLayout } from '../src/storage/layout';
+import { storageAt } from '../src/storage/open-storage';
 import type { PrepareMergeInput } from './contract';
 import type { ActivityDeps } from './deps';
-import { fail, isNotFound } from './failures';
+import { fail } from './failures';
 
 // What each activity reserves of its worker's memory budget (invariant 6, issue 8), and
 // how big a merge batch may be. The factors are measured by bench/memory-factor.ts
@@ -17,7 +17,7 @@ export const PREPARE_FACTOR = 4;
 export const PREPARE_BASE_BYTES = 32 * MiB;
 export const COMMIT_FACTOR = 10;
 export const COMMIT_BASE_BYTES = 64 * MiB;
-/** planOptimize, planIndex, planGc, gc: metadata only. */
+/** snapshot, planOptimize, planIndex, planGc, gc: metadata only. */
 export const SMALL_BYTES = 16 * MiB;
 /** commitOptimize and ensureIndex: not measured yet, a fixed guess (README says so). */
 export const MAINTENANCE_BYTES = 128 * MiB;
@@ -70,12 +70,13 @@ export async function boundMergeRange(deps: ActivityDeps, input: PrepareMergeInp
   const { smallest, largest } = deps.admission.fleetBudgets();
   const limit = maxBatchBytes(smallest);
   const l = tableLayout(deps.dataRoot, input.table);
+  const store = storageAt(deps.dataRoot);
   let bytes = 0;
   let toSeq = input.fromSeq;
   for (let seq = input.fromSeq; seq <= input.toSeq; seq++) {
     const file = generationFile(l, input.shard, seq);
     // A missing file is the preparation's to report (or skip, below the gc floor).
-    const size = await fs.stat(file).then((s) => s.size, (e: unknown) => (isNotFound(e) ? 0 : Promise.reject(e)));
+    const size = (await store.stat(file))?.size ?? 0;
     if (seq > input.fromSeq && bytes + size > limit) break;
     if (seq === input.fromSeq && commitReservation(size) > largest) {
       throw fail(
@@ -91,6 +92,7 @@ export async function boundMergeRange(deps: ActivityDeps, input: PrepareMergeInp
 
 /** The reservation of activities whose memory does not grow with their input. */
 export const FIXED_RESERVATIONS: Record<string, number> = {
+  snapshot: SMALL_BYTES,
   planOptimize: SMALL_BYTES,
   planIndex: SMALL_BYTES,
   planGc: SMALL_BYTES,

@@ -1,10 +1,10 @@
-import fs from 'node:fs/promises';
 import type { GcResult } from './contract';
 import type { ActivityDeps } from './deps';
 import { fail } from './failures';
-import path from 'node:path';
 import { isDeletableFile, isTempFile, TEMP_MIN_AGE_MS } from './gc-paths';
 import { parseGenerationName } from '../src/storage/layout';
+import { basenameLoc, dirnameLoc } from '../src/storage/location';
+import { storageAt } from '../src/storage/open-storage';
 import { raiseGcFloor } from '../src/storage/gc-floor';
 import { ProgressReporter } from './progress';
 import { readTableMeta } from '../src/storage/table-meta';
@@ -25,9 +25,9 @@ export interface GcInput {
 async function recordGenerationFloors(root: string, table: string, files: string[]): Promise<void> {
   const highest = new Map<string, number>();
   for (const f of files) {
-    const seq = parseGenerationName(path.basename(f));
+    const seq = parseGenerationName(basenameLoc(f));
     if (seq === null) continue;
-    const shard = path.basename(path.dirname(f));
+    const shard = basenameLoc(dirnameLoc(f));
     highest.set(shard, Math.max(highest.get(shard) ?? 0, seq));
   }
   for (const [shard, seq] of highest) await raiseGcFloor(root, table, shard, seq);
@@ -49,13 +49,14 @@ export function makeGc(deps: ActivityDeps) {
     let deleted = 0;
     let bytesFreed = 0;
     await progress.point('commit');
+    const store = storageAt(root);
     for (const [i, { f, temp }] of all.entries()) {
-      const st = await fs.lstat(f).catch(() => null);
+      const st = await store.stat(f).catch(() => null);
       // A temp file young again would be a live writer's: leave it.
-      if (st && st.isFile() && !(temp && Date.now() - st.mtimeMs < TEMP_MIN_AGE_MS)) {
-        await fs.rm(f, { force: true });
+      if (st && !(temp && Date.now() - st.mtimeMs < TEMP_MIN_AGE_MS)) {
+        await store.delete(f);
         // The sidecar goes after its file, so no file is ever left without one.
-        if (!temp) await fs.rm(checksumFile(f), { force: true });
+        if (!temp) await store.delete(checksumFile(f));
         deleted++;
         bytesFreed += st.size;
       }

@@ -24,8 +24,8 @@ export function createActivities(input: ActivityDeps) {
   // Merges reserve by their input (inside their own factories); the others a fixed size.
   const fixed = <A, R>(name: string, fn: (a: A) => Promise<R>) => (a: A) => withReservation(deps, FIXED_RESERVATIONS[name] ?? SMALL_BYTES, () => fn(a));
   return {
-    // A local activity now (no poll, no claim): a metadata scan, unreserved.
-    snapshot: makeSnapshot(deps),
+    // A task-queue activity like the others (the local-activity version broke replay): a metadata scan.
+    snapshot: fixed('snapshot', makeSnapshot(deps)),
     prepareMerge: makePrepareMerge(deps),
     commitMerge: makeCommitMerge(deps),
     planOptimize: fixed('planOptimize', makePlanOptimize(deps)),

@@ -1,8 +1,8 @@
-import fs from 'node:fs/promises';
 import { readIpcFile, writeIpcFileAtomic, CorruptArrowFileError, type ArrowTable } from '../src/storage/arrow';
 import { readShardSealed } from '../src/storage/generation-store';
 import { readGcFloor } from '../src/storage/gc-floor';
 import { generationFile, parsePreparedName, preparedFile, tableLayout, type TableLayout } from '../src/storage/layout';
+import { storageOf } from '../src/storage/open-storage';
 import { readTableMeta } from '../src/storage/table-meta';
 import { boundMergeRange, prepareReservation, withReservation } from './admission';
 import type { PrepareMergeInput, PreparedMerge, PrepareTimings, Progress } from './contract';
@@ -42,7 +42,7 @@ async function loadValid(file: string, key: string): Promise<{ table: ArrowTable
   try {
     const table = await readIpcFile(file);
     if (table.numRows === 0 || generationProblem(table, key, null, undefined)) return null;
-    return { table, bytes: (await fs.stat(file)).size };
+    return { table, bytes: (await storageOf(file).stat(file))?.size ?? 0 };
   } catch {
     return null;
   }
@@ -50,9 +50,9 @@ async function loadValid(file: string, key: string): Promise<{ table: ArrowTable
 
 /** Checkpoints of this range, newest first: prepared batches fromSeq..k with k < toSeq. */
 async function checkpoints(l: TableLayout, shard: string, fromSeq: number, toSeq: number): Promise<number[]> {
-  const names = await fs.readdir(l.prepared).catch(() => [] as string[]);
+  const names = await storageOf(l.prepared).list(l.prepared).catch(() => []);
   const ks: number[] = [];
-  for (const name of names) {
+  for (const { name } of names) {
     const p = parsePreparedName(name);
     if (p && p.shard === shard && p.fromSeq === fromSeq && p.toSeq < toSeq) ks.push(p.toSeq);
   }
@@ -158,7 +158,7 @@ export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, prog
     // One generation with distinct keys is its own newest-row-per-key: the commit reads
     // the (checksummed, immutable) generation file itself; nothing to encode or write.
     const file = generationFile(l, shard, toSeq);
-    const bytes = (await fs.stat(file)).size;
+    const bytes = (await storageOf(file).stat(file))?.size ?? 0;
     deps.preparedCache?.put(file, acc.single, bytes);
     progress.report({ phase: 'encode', bytesWritten: 0 });
     return { ...base, preparedPath: file, rows: acc.single.numRows, bytes, resumedFromFile, resumedVia, timings: rounded(timings) };

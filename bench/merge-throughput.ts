@@ -6,7 +6,10 @@
 // Then checks the three Lance tables hold identical rows. Ratios, not absolute numbers:
 // these machines are noisy.
 //
-//   npx tsx bench/merge-throughput.ts [--shards 4] [--generations 40] [--rows 2500]
+//   npx tsx bench/merge-throughput.ts [--shards 4] [--generations 40] [--rows 2500] [--storage fs|s3]
+//
+// --storage s3 keeps generations, prepared batches and the three Lance tables in a
+// local SeaweedFS (started here, like `turnstile dev --storage s3`) instead of a directory.
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -21,11 +24,12 @@ import { TableWriter, workflowArgsFor } from '../src/client/table-writer';
 import { shardNames, workflowIdForTable } from '../src/names';
 import type { ArrowTable } from '../src/storage/arrow';
 import { createTableMeta } from '../src/storage/generation-store';
+import { joinLoc } from '../src/storage/location';
 import { conditionalUpsert, openLanceTable, openOrCreateLanceTable } from '../src/storage/lance-table';
 import { tableFromRows, withSeqColumn } from '../src/storage/records';
 import { generateRows } from '../src/writer';
 import { formatPhases, formatTimeline, phasesOf, type Phases } from './phases';
-import { benchServer, peakRssBytes, startWorkerProcess, stopProcess } from './support';
+import { benchS3, benchServer, peakRssBytes, startWorkerProcess, stopProcess } from './support';
 
 const { values: opt } = parseArgs({
   options: {
@@ -34,8 +38,10 @@ const { values: opt } = parseArgs({
     rows: { type: 'string', default: '2500' },
     // Prints every activity and seal on one clock: where A's critical path waited.
     timeline: { type: 'boolean', default: false },
+    storage: { type: 'string', default: 'fs' },
   },
 });
+if (opt.storage !== 'fs' && opt.storage !== 's3') throw new Error(`--storage: ${JSON.stringify(opt.storage)} is not valid; accepted: fs, s3`);
 const positive = (name: string, v: string | undefined): number => {
   const n = Number(v);
   if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--${name}: ${JSON.stringify(v)} is not a positive integer`);
@@ -74,8 +80,8 @@ interface RunA {
 }
 
 /** A: seal everything through TableWriter and wait until every shard is merged through its last seq. */
-async function throughWorkflow(tmp: string, gens: Map<string, ArrowTable[]>, total: number): Promise<RunA> {
-  const root = path.join(tmp, 'turnstile');
+async function throughWorkflow(tmp: string, base: string, gens: Map<string, ArrowTable[]>, total: number): Promise<RunA> {
+  const root = joinLoc(base, 'turnstile');
   let worker: ChildProcess | undefined;
   const { address, server } = await benchServer(tmp);
   const client = await connectClient({ address, namespace: 'default' });
@@ -197,20 +203,22 @@ function printTable(results: Result[]): void {
 
 async function main(): Promise<void> {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-bench-merge-'));
+  const s3 = opt.storage === 's3' ? await benchS3(tmp) : undefined;
+  const base = s3 ? s3.root : tmp;
   try {
     // Pre-generated (and converted to Arrow) before any clock starts, shared by all three.
     const gens = new Map(SHARDS.map((s) => [s, Array.from({ length: GENERATIONS }, (_, g) => genRows(s, g))]));
     const total = SHARDS.length * GENERATIONS * ROWS;
-    console.log(`merge throughput: ${SHARDS.length} shards x ${GENERATIONS} generations x ${ROWS} rows = ${total} rows (overlapping keys), ${os.cpus().length} cores`);
+    console.log(`merge throughput: ${SHARDS.length} shards x ${GENERATIONS} generations x ${ROWS} rows = ${total} rows (overlapping keys), ${os.cpus().length} cores, storage ${base}`);
 
-    const a = await throughWorkflow(tmp, gens, total);
+    const a = await throughWorkflow(tmp, base, gens, total);
     console.log(`A  done in ${a.result.secs.toFixed(2)} s (${a.result.note})`);
-    const b1 = await direct(path.join(tmp, 'direct-per-generation'), 'B1 direct, 1 merge/generation', gens, total, false);
+    const b1 = await direct(joinLoc(base, 'direct-per-generation'), 'B1 direct, 1 merge/generation', gens, total, false);
     console.log(`B1 done in ${b1.secs.toFixed(2)} s`);
-    const b2 = await direct(path.join(tmp, 'direct-per-shard'), 'B2 direct, 1 merge/shard', gens, total, true);
+    const b2 = await direct(joinLoc(base, 'direct-per-shard'), 'B2 direct, 1 merge/shard', gens, total, true);
     console.log(`B2 done in ${b2.secs.toFixed(2)} s`);
 
-    const [ca, cb1, cb2] = [await contents(a.root), await contents(path.join(tmp, 'direct-per-generation')), await contents(path.join(tmp, 'direct-per-shard'))];
+    const [ca, cb1, cb2] = [await contents(a.root), await contents(joinLoc(base, 'direct-per-generation')), await contents(joinLoc(base, 'direct-per-shard'))];
     const ok = [compare('A vs B1 (sorted rows by key)', ca, cb1), compare('B2 vs B1 (sorted rows by key)', cb2, cb1)].every(Boolean);
     console.log('');
     printTable([a.result, b1, b2]);
@@ -221,6 +229,7 @@ async function main(): Promise<void> {
     console.log(`\ncontent check: ${ok ? 'PASS' : 'FAIL'}`);
     process.exitCode = ok ? 0 : 1;
   } finally {
+    await s3?.server.stop();
     fs.rmSync(tmp, { recursive: true, force: true });
   }
 }

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../src/paths';
 import { startDevServer, type DevServer } from '../src/server/dev-server';
+import { startOwnSeaweedfs, type Seaweed } from '../src/server/seaweedfs';
 
 // What every benchmark needs: a Temporal server (its own, or TEMPORAL_ADDRESS), worker
 // processes whose peak memory can be read, and percentiles.
@@ -18,6 +19,12 @@ export async function benchServer(dir: string, opts: { startDevDefaults?: boolea
   if (process.env.TEMPORAL_ADDRESS) return { address: process.env.TEMPORAL_ADDRESS };
   const server = await startDevServer({ binary: await temporalBinary(), dbFile: path.join(dir, 'temporal.db'), headless: true, logFile: path.join(dir, 'temporal.log'), ...opts });
   return { address: server.address, server };
+}
+
+/** A SeaweedFS of our own under `dir`; its AWS environment is set in this process (and so passed to worker processes). */
+export async function benchS3(dir: string): Promise<{ root: string; server: Seaweed }> {
+  const server = await startOwnSeaweedfs(dir, 'turnstile-bench');
+  return { root: `s3://${server.bucket}/bench`, server };
 }
 
 /** Peak resident set (VmHWM) of a live process, from /proc: what the kernel itself tracked. */

@@ -23,9 +23,18 @@ export function cliDir() {
   return path.join(cacheRoot(), `temporal-cli-${CLI_VERSION}`);
 }
 
-function which(cmd) {
+export function which(cmd) {
   const r = spawnSync(process.platform === 'win32' ? 'where' : 'which', [cmd], { encoding: 'utf8' });
   return r.status === 0 ? r.stdout.trim().split('\n')[0] : null;
+}
+
+/** Go caches under the turnstile cache, writable so a later `rm -rf` of the cache works. */
+export function goEnv() {
+  return {
+    GOMODCACHE: process.env.GOMODCACHE || path.join(cacheRoot(), 'go-mod'),
+    GOCACHE: process.env.GOCACHE || path.join(cacheRoot(), 'go-build'),
+    GOFLAGS: [process.env.GOFLAGS, '-modcacherw'].filter(Boolean).join(' '),
+  };
 }
 
 function sleep(ms) {
@@ -70,7 +79,7 @@ function breakStale(lock, staleText) {
 
 // One build at a time per cache: a lock file created with O_EXCL holding our pid. A lock
 // left by a dead process is taken over; a live one is waited for.
-export function withBuildLock(dir, fn) {
+export function withBuildLock(dir, fn, what = 'the Temporal dev server') {
   fs.mkdirSync(dir, { recursive: true });
   const lock = path.join(dir, '.build.lock');
   for (let waitedMs = 0; ; waitedMs += 2000) {
@@ -93,7 +102,7 @@ export function withBuildLock(dir, fn) {
         breakStale(lock, text);
         continue;
       }
-      if (waitedMs % 30000 === 0) process.stderr.write(`waiting for another build of the Temporal dev server (pid ${holder}) ...\n`);
+      if (waitedMs % 30000 === 0) process.stderr.write(`waiting for another build of ${what} (pid ${holder}) ...\n`);
       sleep(2000);
     }
   }
@@ -110,13 +119,7 @@ function buildWithGo(go, dir, binary) {
     process.stderr.write(`building the Temporal dev server, first time only (go install ${CLI_MODULE}@${CLI_VERSION}; a few minutes) ...\n`);
     const started = Date.now();
     const staging = fs.mkdtempSync(path.join(dir, 'staging-'));
-    const env = {
-      ...process.env,
-      GOBIN: staging,
-      GOMODCACHE: process.env.GOMODCACHE || path.join(cacheRoot(), 'go-mod'),
-      GOCACHE: process.env.GOCACHE || path.join(cacheRoot(), 'go-build'),
-      GOFLAGS: [process.env.GOFLAGS, '-modcacherw'].filter(Boolean).join(' '),
-    };
+    const env = { ...process.env, ...goEnv(), GOBIN: staging };
     const r = spawnSync(go, ['install', `${CLI_MODULE}@${CLI_VERSION}`], { env, stdio: ['ignore', 'inherit', 'inherit'] });
     const built = path.join(staging, 'temporal');
     if (r.status !== 0 || !fs.existsSync(built)) {

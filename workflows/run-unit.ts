@@ -1,5 +1,5 @@
 import { TimeoutType } from '@temporalio/common';
-import { ActivityFailure, ApplicationFailure, patched, proxyActivities, proxyLocalActivities, TimeoutFailure } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, patched, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import type { CommitResult, PreparedMerge } from '../activities/contract';
 import type { PolicyEvent, TableState, Unit } from '../src/policy/types';
@@ -50,17 +50,14 @@ function commitActivities(st: TableState, unit: Unit, summary: string): Activiti
 
 // A snapshot is a quick scan with no progress to report: a worker that dies
 // holding one is noticed by startToCloseTimeout, so it is kept short.
-const SNAPSHOT_OPTIONS = {
+// Not a local activity: on replay the SDK may hand a local activity's result over in
+// the same activation as events that came in a later workflow task, and the shell
+// decides once per activation, so decisions would differ from the recorded ones (a
+// full replay on another worker failed with nondeterminism; bench/README.md).
+const quick = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 s', maximumInterval: '30 s', maximumAttempts: 5 },
-} as const;
-const quick = proxyActivities<Activities>(SNAPSHOT_OPTIONS);
-// As a local activity it runs inside the workflow task that decided it, on that worker:
-// one marker event instead of an activity task (scheduled, started, completed: three
-// events, a matching round trip) and a second workflow task for its result. A busy
-// table scans about once a minute, so this is about one workflow task in five
-// (bench/README.md, many tables).
-const quickLocal = proxyLocalActivities<Activities>(SNAPSHOT_OPTIONS);
+});
 
 /** What went wrong, whether retrying can help, and whether it was a stall. */
 export function classify(err: unknown): { error: string; retryable: boolean; stalled: boolean } {
@@ -149,8 +146,7 @@ export async function commitUnit(st: TableState, unit: Unit, why: string, riders
 
 export async function runSnapshot(table: string): Promise<PolicyEvent> {
   try {
-    // Runs recorded before scans were local activities replay with activity tasks.
-    const s = await (patched('local-snapshot') ? quickLocal : quick).snapshot({ table });
+    const s = await quick.snapshot({ table });
     return { type: 'snapshot', revision: s.revision, shards: s.shards };
   } catch (err) {
     return { type: 'snapshotFailed', error: classify(err).error };

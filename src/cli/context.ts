@@ -3,8 +3,10 @@ import path from 'node:path';
 import { loadConfig, type Config } from '../config/config-schema';
 import type { TableClient } from '../client/table-client';
 import { ReadClient } from '../client/read-client';
+import { connectionSecurity } from '../client/connection-security';
 import { MAX_PAYLOAD_BYTES, payloadProblem } from '../payload-limit';
 import { UsageError } from './args';
+import { isS3, parseS3, resolveLoc } from '../storage/location';
 
 // Everything at the edge: the config file (TURNSTILE_CONFIG) and environment are read
 // here and handed to the pure loader; clients are made from the result.
@@ -27,19 +29,43 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const r = loadConfig(env, file);
   if (!r.ok) throw new UsageError(`config: ${r.error}`);
-  return { ...r.config, dataRoot: path.resolve(r.config.dataRoot) };
+  const root = r.config.dataRoot;
+  if (isS3(root) && !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(parseS3(root).bucket)) {
+    throw new UsageError(`TURNSTILE_DATA: ${root} has no valid bucket name; accepted: a local directory or s3://BUCKET/PREFIX`);
+  }
+  return { ...r.config, dataRoot: isS3(root) ? resolveLoc(root) : path.resolve(root) };
+}
+
+/** A storage root that cannot be used (missing bucket, credentials refused, endpoint down). */
+export class StorageUnavailableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StorageUnavailableError';
+  }
+}
+
+/**
+ * readConfig, then one request to the storage root, so a missing bucket, refused
+ * credentials or an unreachable endpoint is one line at start, not a stack mid-run.
+ */
+export async function readCheckedConfig(env: NodeJS.ProcessEnv = process.env): Promise<Config> {
+  const config = readConfig(env);
+  const { storageAt } = await import('../storage/open-storage');
+  const problem = await storageAt(config.dataRoot).check();
+  if (problem) throw new StorageUnavailableError(problem);
+  return config;
 }
 
 // Imported when first used: @temporalio/client takes ~400 ms to load (its proto root),
 // which commands that only read (status) do without, through ReadClient.
-export async function tableClient(config: Config): Promise<TableClient> {
+export async function tableClient(config: Config, opts: { lazy?: boolean } = {}): Promise<TableClient> {
   const [{ connectClient }, { TableClient: Tables }] = await Promise.all([import('../client/connect'), import('../client/table-client')]);
-  const client = await connectClient(config.temporal);
+  const client = await connectClient({ ...config.temporal, ...opts });
   return new Tables(client, config.temporal.taskQueue);
 }
 
 /** A read-only client for the same server: see read-client.ts. */
-export const readClient = (config: Config): ReadClient => new ReadClient(config.temporal.address, config.temporal.namespace);
+export const readClient = (config: Config): ReadClient => new ReadClient(config.temporal.address, config.temporal.namespace, connectionSecurity());
 
 /** A JSON input file (a policy): unreadable, not JSON, or over the payload limits is bad input, refused before sending. */
 export function readJsonFile(p: string, what: string): unknown {

@@ -1,6 +1,7 @@
 import * as lancedb from '@lancedb/lancedb';
 import type { Config } from '../config/config-schema';
 import { createTableMeta, readTableMeta, TableExistsError } from '../storage/generation-store';
+import { lanceConnectOptions } from '../storage/lance-table';
 import { shardNames } from '../names';
 import { generateRows } from '../writer';
 import { connectClient } from '../client/connect';
@@ -54,7 +55,7 @@ export async function runDemo(config: Config, signal: AbortSignal, generations =
       await sleep(1000, signal);
     }
     if (signal.aborted) return;
-    const db = await lancedb.connect(config.dataRoot);
+    const db = await lancedb.connect(config.dataRoot, lanceConnectOptions(config.dataRoot));
     const rows = await (await db.openTable('demo')).countRows();
     console.log(`demo: table demo has ${rows} rows (read with @lancedb/lancedb from ${config.dataRoot}); see it in the UI as workflow table/demo`);
   } finally {

@@ -2,18 +2,28 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Worker } from '@temporalio/worker';
 import { startDevServer, type DevServer } from '../server/dev-server';
+import { startOwnSeaweedfs, type Seaweed } from '../server/seaweedfs';
 import { createWorker } from '../worker/create-worker';
 import { defaultBudgetBytes } from '../worker/fleet-memory';
 import { formatBytes } from '../config/bytes';
 import { PROJECT_ROOT } from '../paths';
 import { int, str, UsageError, type Parsed } from './args';
-import { readConfig } from './context';
+import { readCheckedConfig } from './context';
 import { runDemo } from './demo';
 import { installWorkerRuntime } from './worker';
 
 // `turnstile dev`: the embedded default. Starts (or reuses) the Temporal dev server with
 // SQLite under --data, N workers, optionally the demo, and stops everything it started
-// on Ctrl-C.
+// on Ctrl-C. `--storage s3` also starts SeaweedFS and keeps the tables in its bucket.
+
+/** Starts the embedded SeaweedFS and points this process (workers, Lance) at it. */
+async function startEmbeddedS3(dir: string): Promise<Seaweed> {
+  try {
+    return await startOwnSeaweedfs(dir, 'turnstile');
+  } catch (e) {
+    throw new UsageError(`dev: could not start SeaweedFS (log: ${path.join(dir, 'seaweedfs.log')}): ${(e as Error).message.split('\n')[0]}`);
+  }
+}
 
 async function temporalBinary(): Promise<string> {
   if (process.env.TEMPORAL_CLI_PATH) return process.env.TEMPORAL_CLI_PATH;
@@ -26,7 +36,10 @@ export async function dev(p: Parsed): Promise<void> {
   const port = int(p, 'port', 1, 65535, 7233);
   const uiPort = int(p, 'ui-port', 1, 65535, 8233);
   const workerCount = int(p, 'workers', 1, 32, 1);
+  const storage = str(p, 'storage') ?? 'fs';
+  if (storage !== 'fs' && storage !== 's3') throw new UsageError(`--storage: ${JSON.stringify(storage)} is not valid; accepted: fs, s3`);
   fs.mkdirSync(dir, { recursive: true });
+  const s3 = storage === 's3' ? await startEmbeddedS3(dir) : undefined;
 
   let server: DevServer | undefined;
   const external = process.env.TEMPORAL_ADDRESS;
@@ -38,10 +51,12 @@ export async function dev(p: Parsed): Promise<void> {
       throw new UsageError(`dev: could not start the Temporal dev server on port ${port} / UI ${uiPort} (in use? try --port/--ui-port; log: ${path.join(dir, 'temporal.log')}): ${(e as Error).message}`);
     }
   }
-  const config = readConfig({ ...process.env, TEMPORAL_ADDRESS: server?.address ?? external, TURNSTILE_DATA: process.env.TURNSTILE_DATA ?? path.join(dir, 'data') });
+  const data = s3 ? 's3://turnstile/data' : (process.env.TURNSTILE_DATA ?? path.join(dir, 'data'));
+  const config = await readCheckedConfig({ ...process.env, TEMPORAL_ADDRESS: server?.address ?? external, TURNSTILE_DATA: data });
   console.log(`Temporal gRPC: ${config.temporal.address}  namespace: ${config.temporal.namespace}`);
   console.log(`Temporal UI:   ${server?.uiUrl ?? '(external server)'}`);
   console.log(`Data:          ${config.dataRoot}`);
+  if (s3) console.log(`S3 (SeaweedFS): ${s3.endpoint}  AWS_ACCESS_KEY_ID=${s3.accessKey} AWS_SECRET_ACCESS_KEY=${s3.secretKey}`);
   if (server) console.log(`Server metrics: ${server.metricsUrl}`);
   await installWorkerRuntime(config, 'Metrics:      ');
 
@@ -75,6 +90,7 @@ export async function dev(p: Parsed): Promise<void> {
     await Promise.allSettled(workers.map((w) => w.run));
     await Promise.allSettled(workers.map((w) => w.close()));
     await server?.stop();
+    await s3?.stop();
     console.log('stopped.');
     process.exit(0);
   };

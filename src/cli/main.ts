@@ -2,6 +2,7 @@ import { CommanderError, type Command } from 'commander';
 import { UsageError } from './args';
 import { buildProgram } from './program';
 import { EXIT_OVER_BACKLOG } from './exit-codes';
+import { tlsFailureHint } from '../client/connection-security';
 
 // `turnstile <command>`: the command line of the README. Every bad input, whether the
 // parser's (unknown option, missing argument) or a command's (a value out of range, an
@@ -74,11 +75,14 @@ function failure(e: unknown): { message: string; code: number } {
 
 main(process.argv.slice(2)).then(
   () => {
-    if (process.argv[2] !== 'dev' && process.argv[2] !== 'worker') process.exit(0);
+    // Long-running commands keep the process; the others exit as soon as they are done.
+    const longRunning = process.argv[2] === 'dev' || process.argv[2] === 'worker' || (process.argv[2] === 'cluster' && process.argv[3] === 'balancer');
+    if (!longRunning) process.exit(0);
   },
   (e: unknown) => {
     const { message, code } = failure(e);
-    console.error(`turnstile: ${message.split('\n')[0]}`);
+    const hint = code === 1 ? tlsFailureHint(message) : null;
+    console.error(`turnstile: ${message.split('\n')[0]}${hint ? ` (${hint})` : ''}`);
     process.exit(code);
   },
 );

@@ -27,8 +27,8 @@ export const tableArg = (p: Parsed): string => {
   }
 };
 
-export async function withTables<T>(fn: (t: Awaited<ReturnType<typeof tableClient>>) => Promise<T>): Promise<T> {
-  const t = await tableClient(readConfig());
+export async function withTables<T>(fn: (t: Awaited<ReturnType<typeof tableClient>>) => Promise<T>, opts: { lazy?: boolean } = {}): Promise<T> {
+  const t = await tableClient(readConfig(), opts);
   try {
     return await fn(t);
   } finally {

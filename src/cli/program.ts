@@ -47,7 +47,35 @@ export function buildProgram(): Command {
     .option('--ui-port <PORT>', 'Temporal UI port (default 8233)')
     .option('--workers <N>', 'workers in this process, 1..32 (default 1)')
     .option('--demo', 'create table demo and write a few generations into it')
+    .option('--storage <KIND>', 'fs (default: tables under --data) or s3 (an embedded SeaweedFS under --data; tables in s3://turnstile/data)')
     .action(run(async () => (await import('./dev')).dev));
+
+  const cluster = program.command('cluster').description('a local multi-node Temporal cluster on its own PostgreSQL, with the UI and workers');
+  cluster
+    .command('up')
+    .description('start PostgreSQL, N Temporal server nodes, the UI server and N workers under --dir; returns when all serve')
+    .option('--nodes <N>', 'Temporal server nodes, 1..5 (default 2)')
+    .option('--workers <N>', 'turnstile workers, 0..16 (default 2)')
+    .option('--dir <DIR>', 'folder of the database, configs, logs and tables (default .turnstile/cluster)')
+    .option('--tls <DIR>', 'frontend mTLS: a folder with ca.pem, server.pem, server.key, client.pem, client.key')
+    .option('--tls-server-name <NAME>', 'the name in server.pem that clients check (default localhost)')
+    .action(run(async () => (await import('./cluster')).up));
+  cluster
+    .command('status')
+    .description('every process of the cluster: role, pid, address, running or dead')
+    .option('--dir <DIR>', 'the cluster folder (default .turnstile/cluster)')
+    .option('--json', 'print JSON')
+    .action(run(async () => (await import('./cluster')).status));
+  cluster
+    .command('down')
+    .description('stop every process of the cluster (workers first, PostgreSQL last); data is kept')
+    .option('--dir <DIR>', 'the cluster folder (default .turnstile/cluster)')
+    .action(run(async () => (await import('./cluster')).down));
+  cluster
+    .command('balancer', { hidden: true })
+    .option('--port <PORT>')
+    .option('--to <ADDRS>')
+    .action(run(async () => (await import('./cluster')).balancer));
 
   program
     .command('worker')

@@ -4,7 +4,7 @@ import { applyOverride, defaultPolicy, type PolicyOverride } from '../config/pol
 import { shardNames, validateColumnName, validateTableName } from '../names';
 import { workflowArgsFor } from '../client/table-writer';
 import { int, positional, required, str, UsageError, type Parsed } from './args';
-import { readConfig, readJsonFile } from './context';
+import { readCheckedConfig, readJsonFile } from './context';
 import { withTables } from './operator-commands';
 
 // `table create` writes the table's metadata and starts its workflow; `table list`
@@ -43,7 +43,7 @@ export async function create(p: Parsed): Promise<void> {
     const r = applyOverride(defaultPolicy(), policy);
     if (!r.ok) throw new UsageError(`--policy: ${r.error}`);
   }
-  const config = readConfig();
+  const config = await readCheckedConfig();
   const meta = await createTableMeta(config.dataRoot, { name, key, shards, indices, policy }).catch((e: Error) => {
     throw new UsageError(e.message);
   });
@@ -52,7 +52,7 @@ export async function create(p: Parsed): Promise<void> {
 }
 
 export async function list(p: Parsed): Promise<void> {
-  const config = readConfig();
+  const config = await readCheckedConfig();
   const names = await listTables(config.dataRoot);
   const running = new Map((await withTables((t) => t.list())).map((r) => [r.table, r]));
   const rows = await Promise.all(

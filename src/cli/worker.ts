@@ -4,7 +4,7 @@ import { createWorker } from '../worker/create-worker';
 import { defaultBudgetBytes } from '../worker/fleet-memory';
 import { installRuntime } from '../worker/runtime';
 import { type Parsed } from './args';
-import { readConfig } from './context';
+import { readCheckedConfig } from './context';
 
 /**
  * Installs the process's runtime with the Prometheus endpoint of `worker.metricsAddress`
@@ -18,7 +18,7 @@ export async function installWorkerRuntime(config: Config, label = 'Metrics:'): 
 
 /** `turnstile worker`: one stateless worker against TEMPORAL_ADDRESS; scale by running more. */
 export async function worker(_p: Parsed): Promise<void> {
-  const config = readConfig();
+  const config = await readCheckedConfig();
   await installWorkerRuntime(config);
   const budget = config.worker.memoryBudgetBytes ?? defaultBudgetBytes();
   const { worker, connection, memory, identity, unregister } = await createWorker({

@@ -4,7 +4,7 @@ import { castForTable } from '../writer/cast-columns';
 import { foreignKey } from '../writer/route-rows';
 import { TableWriter } from '../client/table-writer';
 import { int, str, UsageError, type Parsed } from './args';
-import { readConfig } from './context';
+import { readCheckedConfig } from './context';
 import { tableArg, withTables } from './operator-commands';
 import { progress } from './progress';
 
@@ -45,9 +45,12 @@ function report(name: string, shard: string, r: WriteGenerationResult): void {
   console.log(`sealed ${name}/${shard} seq ${r.seq} (${r.rows} rows${r.delayedMs ? `, delayed ${r.delayedMs} ms by write pressure` : ''})`);
 }
 
+/** How long `write` waits for its demand to reach an unreachable cluster before leaving it to the snapshot. */
+const DEMAND_WAIT_MS = 10_000;
+
 /** The demand of every seal goes out in the background; wait for it (and a pressure query in flight) before exiting. */
 async function flushDemand(writer: TableWriter): Promise<void> {
-  const { signalError } = await writer.close();
+  const { signalError } = await writer.close(DEMAND_WAIT_MS);
   if (signalError) console.error(`warning: demand signal failed (${signalError}); the table's periodic snapshot will pick the generation up`);
 }
 
@@ -60,7 +63,7 @@ export async function write(p: Parsed): Promise<void> {
   const count = file === undefined ? int(p, 'rows', 1, 10_000_000) : 0;
   const keys = keyRange(str(p, 'keys'), count);
   const seed = int(p, 'seed', 0, 2 ** 31, Date.now() % 2 ** 31);
-  const config = readConfig();
+  const config = await readCheckedConfig();
   const rowsOfFile = file === undefined ? null : await readRowsFile(file);
   await withTables(async (tables) => {
     const writer = await TableWriter.open(tables, config.dataRoot, name).catch((e: Error) => {
@@ -71,6 +74,7 @@ export async function write(p: Parsed): Promise<void> {
       throw new UsageError(`--shard: ${JSON.stringify(shard)} is not a shard of ${name}; accepted: ${shards.join(', ')}`);
     }
     await writer.refreshPressure();
+    if (writer.unreachable) console.error(`warning: Temporal unreachable (${writer.unreachable}); sealing without the table's current write pressure`);
     if (rowsOfFile && shard === undefined) {
       await refusedAsUsage(() => writer.writeRouted(rowsOfFile, (r) => report(name, r.shard, r)));
       await flushDemand(writer);
@@ -97,5 +101,6 @@ export async function write(p: Parsed): Promise<void> {
     const r = await writer.write(shard!, rows).finally(() => shown.done());
     report(name, shard!, r);
     await flushDemand(writer);
-  });
+    // Lazy: the seal needs no server, so an outage of the cluster does not stop writes.
+  }, { lazy: true });
 }

@@ -5,14 +5,20 @@ import type { Demand } from '../wire';
 // snapshot would. Demand folding is monotone (invariant 5), so only the highest
 // sealed-through seq per shard matters: while one signal is in flight, later seals
 // coalesce into the next one, and a writer sealing N generations sends far fewer than N
-// signals. A failed signal is retried a few times, then reported by flush(); the
-// table's snapshot picks the generation up in any case.
+// signals. A failed signal is retried a few times; then, if the server is unreachable
+// (an outage of the Temporal cluster), the demand is held, merged with later seals, and
+// sent again every redeliverMs until it goes through: it reaches the table when the
+// cluster is back. A request the client refuses (bad input) is dropped, not held.
+// flush() reports a failure while some demand is still undelivered; the table's
+// snapshot picks the generations up in any case (see README, "Running on a cluster").
 
 export interface DemandSenderOptions {
-  /** Attempts per batch before it is given up (the snapshot recovers it). */
+  /** Attempts per batch before it is held for redelivery. */
   attempts?: number;
   /** Wait before the second attempt; doubled for each further one. */
   retryDelayMs?: number;
+  /** How long undelivered demand waits before the next round of attempts. */
+  redeliverMs?: number;
   sleep?: (ms: number) => Promise<void>;
 }
 
@@ -21,7 +27,14 @@ const defaultSleep = (ms: number): Promise<void> => new Promise((r) => setTimeou
 export class DemandSender {
   private readonly pending = new Map<string, Demand>();
   private running: Promise<void> | null = null;
-  private lastError: string | undefined;
+  /** Why the held demand is undelivered (cleared when it goes through). */
+  private heldError: string | undefined;
+  /** A refused batch, reported once by the next flush. */
+  private refusedError: string | undefined;
+  /** Undelivered demand is not retried by offers before this time (the timer or flush retries it). */
+  private holdUntilMs = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
   /** Signals sent, for benchmarks and tests: fewer than seals when seals coalesce. */
   signalsSent = 0;
 
@@ -31,25 +44,65 @@ export class DemandSender {
   ) {}
 
   offer(d: Demand): void {
-    const cur = this.pending.get(d.shard);
-    if (!cur || d.sealedThroughSeq > cur.sealedThroughSeq) this.pending.set(d.shard, d);
-    this.kick();
+    this.merge(d);
+    this.kick(false);
   }
 
-  /** Waits until everything offered so far was sent or given up; returns the last failure since the previous flush. */
-  async flush(): Promise<string | undefined> {
-    while (this.running) await this.running;
-    const e = this.lastError;
-    this.lastError = undefined;
+  /** Keeps the highest seq per shard (monotone folding makes the rest redundant). */
+  private merge(d: Demand): void {
+    const cur = this.pending.get(d.shard);
+    if (!cur || d.sealedThroughSeq > cur.sealedThroughSeq) this.pending.set(d.shard, d);
+  }
+
+  /** Demand offered and not yet delivered (held through an outage, or in the next batch). */
+  get undelivered(): number {
+    return this.pending.size;
+  }
+
+  /**
+   * Sends what is pending now (held demand too) and waits until it was sent or held
+   * again, at most `timeoutMs` when given. Returns the failure if some demand is still
+   * undelivered, else undefined.
+   */
+  async flush(timeoutMs?: number): Promise<string | undefined> {
+    this.kick(true);
+    const done = (async () => {
+      while (this.running) await this.running;
+    })();
+    if (timeoutMs === undefined) await done;
+    else {
+      let t: NodeJS.Timeout | undefined;
+      await Promise.race([done, new Promise((r) => (t = setTimeout(r, timeoutMs)))]);
+      clearTimeout(t);
+    }
+    const undelivered = this.pending.size > 0 || this.running !== null;
+    const e = this.refusedError ?? (undelivered ? (this.heldError ?? 'demand not delivered yet') : undefined);
+    this.refusedError = undefined;
     return e;
   }
 
-  private kick(): void {
-    if (this.running || this.pending.size === 0) return;
+  /** No more redelivery (the connection is about to close). */
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  private kick(force: boolean): void {
+    if (this.stopped || this.running || this.pending.size === 0) return;
+    if (!force && Date.now() < this.holdUntilMs) return;
     this.running = this.drain().finally(() => {
       this.running = null;
-      this.kick(); // offers that arrived after the loop's last check
+      this.kick(false); // offers that arrived after the loop's last check
     });
+  }
+
+  private hold(batch: Demand[]): void {
+    for (const d of batch) this.merge(d);
+    const wait = this.opts.redeliverMs ?? 5000;
+    this.holdUntilMs = Date.now() + wait;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.kick(true), wait);
+    this.timer.unref();
   }
 
   private async drain(): Promise<void> {
@@ -61,11 +114,19 @@ export class DemandSender {
         try {
           await this.send(batch);
           this.signalsSent++;
+          this.heldError = undefined;
           break;
         } catch (err) {
-          if (attempt >= attempts) {
-            this.lastError = err instanceof Error ? err.message : String(err);
+          const refused = err instanceof Error && err.name === 'RequestRefusedError';
+          const why = err instanceof Error ? err.message : String(err);
+          if (refused) {
+            this.refusedError = why;
             break;
+          }
+          if (attempt >= attempts) {
+            this.heldError = why;
+            this.hold(batch);
+            return;
           }
           await (this.opts.sleep ?? defaultSleep)((this.opts.retryDelayMs ?? 200) * 2 ** (attempt - 1));
         }

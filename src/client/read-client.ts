@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { decodePendingActivities, decodeQueryResponse, encodeDescribeRequest, encodeQueryRequest, type WirePayload } from './proto-wire';
 import type { PendingActivity } from './preparation-progress';
+import { connectionSecurity, type ConnectionSecurity } from './connection-security';
 
 // A read-only Temporal client for the commands an operator runs often (`status`): one
 // gRPC channel and two unary calls, without loading @temporalio/client. Errors keep the
@@ -25,14 +26,33 @@ export function payloadValue(p: WirePayload | undefined): unknown {
   throw new Error(`payload encoding ${JSON.stringify(encoding)} is not supported by the read-only client`);
 }
 
+/** The same TLS / mTLS as the SDK's connections (connection-security.ts), for a raw grpc-js channel. */
+function channelSecurity(s: ConnectionSecurity): { credentials: grpc.ChannelCredentials; options: grpc.ChannelOptions } {
+  if (!s.tls) return { credentials: grpc.credentials.createInsecure(), options: {} };
+  const t = s.tls;
+  const credentials = grpc.credentials.createSsl(t.serverRootCACertificate ?? null, t.clientCertPair?.key ?? null, t.clientCertPair?.crt ?? null);
+  return { credentials, options: t.serverNameOverride ? { 'grpc.ssl_target_name_override': t.serverNameOverride, 'grpc.default_authority': t.serverNameOverride } : {} };
+}
+
 export class ReadClient {
   private readonly client: grpc.Client;
 
   constructor(
     address: string,
     private readonly namespace: string,
+    security: ConnectionSecurity = connectionSecurity(),
   ) {
-    this.client = new grpc.Client(address, grpc.credentials.createInsecure());
+    const { credentials, options } = channelSecurity(security);
+    this.client = new grpc.Client(address, credentials, options);
+    this.apiKey = security.apiKey;
+  }
+
+  private readonly apiKey: string | undefined;
+
+  private metadata(): grpc.Metadata {
+    const m = new grpc.Metadata();
+    if (this.apiKey) m.set('authorization', `Bearer ${this.apiKey}`);
+    return m;
   }
 
   private call(method: string, request: Uint8Array, workflowId: string): Promise<Uint8Array> {
@@ -43,7 +63,7 @@ export class ReadClient {
         id,
         (b: Buffer) => b,
         request,
-        new grpc.Metadata(),
+        this.metadata(),
         { deadline: Date.now() + CALL_TIMEOUT_MS },
         (err, res) => {
           if (err?.code === grpc.status.NOT_FOUND) reject(new WorkflowNotFoundError(workflowId, err.details));

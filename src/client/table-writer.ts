@@ -22,6 +22,8 @@ export const workflowArgsFor = (meta: TableMeta): TableWorkflowArgs => ({
 
 /** How stale the pressure a writer acts on may be: one query per writer per interval. */
 const PRESSURE_REFRESH_MS = 500;
+/** A pressure query gives up after this long: an unreachable cluster must not stall seals. */
+const PRESSURE_QUERY_TIMEOUT_MS = 2000;
 
 export class TableWriter {
   private pressure: WritePressure | undefined;
@@ -42,17 +44,28 @@ export class TableWriter {
     return new TableWriter(tables, root, await readTableMeta(root, table));
   }
 
-  /** Asks the table for its pressure now (a query); used before the first seal. */
+  /**
+   * Asks the table for its pressure now (a query); used before the first seal. When the
+   * table has no workflow yet there is nothing to wait for (undefined). When Temporal
+   * does not answer within 2 s (an outage) the last known pressure stays in force, and
+   * hardBacklog refuses on it as usual; a writer that never got an answer seals without
+   * delay (README, "Running on a cluster").
+   */
   async refreshPressure(): Promise<WritePressure | undefined> {
     try {
-      const s = await this.tables.state(this.meta.name);
+      const s = await this.tables.client.connection.withDeadline(Date.now() + PRESSURE_QUERY_TIMEOUT_MS, () => this.tables.state(this.meta.name));
       this.pressure = s.pressure;
-    } catch {
-      this.pressure = undefined; // no workflow yet: nothing to wait for
+      this.unreachable = undefined;
+    } catch (e) {
+      if ((e as Error).name === 'WorkflowNotFoundError') this.pressure = undefined;
+      else this.unreachable = (e as Error).message.split('\n')[0];
     }
     this.pressureAtMs = Date.now();
     return this.pressure;
   }
+
+  /** Why the last pressure query failed (the cluster is unreachable), if it did: the pressure in force is the last known one. */
+  unreachable: string | undefined;
 
   /**
    * Seals one generation: waits writePressure * maxWriteDelayMs first, refuses with a
@@ -90,17 +103,21 @@ export class TableWriter {
     return writeRouted({ root: this.root, meta: this.meta, write: (shard, part) => this.write(shard, part) }, rows, onSealed);
   }
 
-  /** Flushes, and waits for a pressure query and SEALED.json hints in flight: call before closing the client's connection. */
-  async close(): Promise<{ signalError?: string }> {
-    const r = await this.flush();
+  /**
+   * Flushes (at most `flushTimeoutMs` when given), and waits for a pressure query and
+   * SEALED.json hints in flight: call before closing the client's connection.
+   */
+  async close(flushTimeoutMs?: number): Promise<{ signalError?: string }> {
+    const r = await this.flush(flushTimeoutMs);
+    this.demand.stop();
     await this.refreshing;
     await settleSealedHints();
     return r;
   }
 
   /** Waits until the demand of every seal so far reached the table; returns the last signal failure, if any. */
-  async flush(): Promise<{ signalError?: string }> {
-    const signalError = await this.demand.flush();
+  async flush(timeoutMs?: number): Promise<{ signalError?: string }> {
+    const signalError = await this.demand.flush(timeoutMs);
     return signalError ? { signalError } : {};
   }
 }

@@ -74,14 +74,14 @@ export async function freePort(host = '127.0.0.1'): Promise<number> {
   });
 }
 
-/** The server process ended before it answered: worth starting again (see START_ATTEMPTS). */
-class ServerExitedError extends Error {}
+/** A server process ended before it answered: worth starting again (startAgainIfExited). */
+export class ExitedBeforeServingError extends Error {}
 
 async function waitUntilServing(address: string, child: ChildProcess, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new ServerExitedError(`temporal server exited with code ${child.exitCode} before serving`);
+    if (child.exitCode !== null) throw new ExitedBeforeServingError(`temporal server exited with code ${child.exitCode} before serving`);
     try {
       const conn = await Connection.connect({ address, connectTimeout: 1000 });
       try {
@@ -104,7 +104,7 @@ async function waitUntilServing(address: string, child: ChildProcess, timeoutMs:
  * detached shell watches us and stops the server once we are gone: no orphan server
  * keeps the port or the database.
  */
-function watchParent(serverPid: number): ChildProcess {
+export function watchParent(serverPid: number): ChildProcess {
   const script = `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; kill -TERM ${serverPid} 2>/dev/null; sleep 10; kill -0 ${serverPid} 2>/dev/null && kill -KILL ${serverPid}`;
   const w = spawn('/bin/sh', ['-c', script], { detached: true, stdio: 'ignore' });
   w.unref();
@@ -112,21 +112,40 @@ function watchParent(serverPid: number): ChildProcess {
 }
 
 /**
- * start-dev also binds ports of its own choosing (matching, history, ...), found free a
- * moment before; under many servers at once (test suites in parallel, a local cluster)
- * one can be taken meanwhile, and the server exits ("bind: address already in use").
- * It is started again then, with fresh ports for those we choose too.
+ * Ports are found free a moment before a server binds them (start-dev also binds ports
+ * of its own choosing); with several servers starting at once one can be taken
+ * meanwhile and the server exits ("bind: address already in use"). It is started again
+ * then, with fresh ports. A fresh-clone CI run failed once this way.
  */
 const START_ATTEMPTS = 3;
 
-export async function startDevServer(opts: DevServerOptions): Promise<DevServer> {
+export async function startAgainIfExited<T>(start: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startOnce(opts);
+      return await start();
     } catch (e) {
-      if (attempt >= START_ATTEMPTS || !(e instanceof ServerExitedError)) throw e;
+      if (attempt >= START_ATTEMPTS || !(e instanceof ExitedBeforeServingError)) throw e;
     }
   }
+}
+
+/** A server process in its own process group, killed when we exit or die (watchParent). */
+export function spawnOwned(binary: string, args: string[], logFile: string | undefined): { child: ChildProcess; watchdog: ChildProcess; killNow: () => void } {
+  const out = logFile ? fs.openSync(logFile, 'a') : 'ignore';
+  // Its own process group: a terminal's Ctrl-C reaches us, and we stop the server only
+  // after the workers have drained (they still talk to it while shutting down).
+  const child = spawn(binary, args, { stdio: ['ignore', out, out], detached: true });
+  const watchdog = watchParent(child.pid!);
+  const killNow = () => {
+    child.kill('SIGKILL');
+    watchdog.kill('SIGKILL');
+  };
+  process.on('exit', killNow);
+  return { child, watchdog, killNow };
+}
+
+export function startDevServer(opts: DevServerOptions): Promise<DevServer> {
+  return startAgainIfExited(() => startOnce(opts));
 }
 
 async function startOnce(opts: DevServerOptions): Promise<DevServer> {
@@ -152,16 +171,7 @@ async function startOnce(opts: DevServerOptions): Promise<DevServer> {
     ...Object.entries(opts.startDevDefaults ? LEGACY_DEV_DYNAMIC_CONFIG : DEV_DYNAMIC_CONFIG).flatMap(([k, v]) => ['--dynamic-config-value', `${k}=${JSON.stringify(v)}`]),
     ...(opts.headless ? ['--headless'] : ['--ui-port', String(uiPort)]),
   ];
-  const out = opts.logFile ? fs.openSync(opts.logFile, 'a') : 'ignore';
-  // Its own process group: a terminal's Ctrl-C reaches us, and we stop the server only
-  // after the workers have drained (they still talk to it while shutting down).
-  const child = spawn(opts.binary, args, { stdio: ['ignore', out, out], detached: true });
-  const watchdog = watchParent(child.pid!);
-  const killNow = () => {
-    child.kill('SIGKILL');
-    watchdog.kill('SIGKILL');
-  };
-  process.on('exit', killNow);
+  const { child, watchdog, killNow } = spawnOwned(opts.binary, args, opts.logFile);
   const address = `127.0.0.1:${port}`;
   try {
     await waitUntilServing(address, child, 60_000);

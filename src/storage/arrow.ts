@@ -1,9 +1,10 @@
 import { createRequire } from 'node:module';
 import { createHash } from 'node:crypto';
-import fs from 'node:fs/promises';
 import path from 'node:path';
 import type * as ArrowNs from 'apache-arrow';
-import { writeFileAtomic } from './atomic-file';
+import { basenameLoc } from './location';
+import { storageOf } from './open-storage';
+import { notFound } from './storage';
 import { CHECKSUM_KEY, embeddedChecksumProblem, encodeChecksummed, withoutChecksum } from './ipc-checksum';
 
 // The file helpers live in atomic-file.ts (which needs no Arrow, so modules that only
@@ -54,22 +55,18 @@ const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes)
 /** Encode a table or batch as a checksummed Arrow IPC file (file format, with footer). */
 export const encodeIpcFile = (data: ArrowTable | RecordBatch): Promise<Buffer> => encodeChecksummed(arrow, toTable(data));
 
-/** Write a table or batch as an Arrow IPC file atomically and (unless `durable: false`, see writeFileAtomic) durably, checksummed. */
+/** Write a table or batch as an Arrow IPC file (or object) atomically and (unless `durable: false`, see writeFileAtomic) durably, checksummed. */
 export async function writeIpcFileAtomic(file: string, data: ArrowTable | RecordBatch, opts: { durable?: boolean } = {}): Promise<{ bytes: number }> {
   const bytes = await encodeIpcFile(data);
-  await writeFileAtomic(file, bytes, opts);
+  await storageOf(file).put(file, bytes, opts);
   return { bytes: bytes.byteLength };
 }
 
 /** Problem with the file's bytes against its legacy sidecar, or null; undefined when there is none. */
 async function sidecarProblem(file: string, buf: Uint8Array): Promise<string | null | undefined> {
-  let text: string;
-  try {
-    text = await fs.readFile(checksumFile(file), 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
+  const sidecar = await storageOf(file).read(checksumFile(file));
+  if (sidecar === null) return undefined;
+  const text = sidecar.toString('utf8');
   const m = /^([0-9a-f]{64}) (\d+)\s*$/.exec(text);
   if (!m) return `checksum file ${checksumFile(file)} is unreadable`;
   if (Number(m[2]) !== buf.byteLength) return `${buf.byteLength} bytes where ${m[2]} were written: truncated or extended`;
@@ -92,7 +89,8 @@ export interface ReadIpcOptions {
  * ENOENT is passed through unchanged so callers can tell "missing" from "corrupt".
  */
 export async function readIpcFile(file: string, opts: ReadIpcOptions = {}): Promise<ArrowTable> {
-  const buf = await fs.readFile(file);
+  const buf = await storageOf(file).read(file);
+  if (buf === null) throw notFound(file);
   // Smallest valid file: magic + padding (8) + footer length (4) + magic (6).
   if (buf.byteLength < 18) throw new CorruptArrowFileError(file, `only ${buf.byteLength} bytes`);
   if (!buf.subarray(0, 6).equals(MAGIC)) throw new CorruptArrowFileError(file, 'no leading ARROW1 magic');
@@ -102,7 +100,7 @@ export async function readIpcFile(file: string, opts: ReadIpcOptions = {}): Prom
   // Checked before decoding: Arrow's decoder can spin for seconds on a damaged length.
   let changed = embeddedChecksumProblem(buf);
   if (changed === undefined) changed = await sidecarProblem(file, buf);
-  if (changed === undefined && opts.checksum !== 'optional') changed = `no checksum (${CHECKSUM_KEY} metadata or ${path.basename(checksumFile(file))}): damaged, or not written by Turnstile`;
+  if (changed === undefined && opts.checksum !== 'optional') changed = `no checksum (${CHECKSUM_KEY} metadata or ${basenameLoc(checksumFile(file))}): damaged, or not written by Turnstile`;
   if (changed) throw new CorruptArrowFileError(file, changed);
   let table: ArrowTable;
   try {

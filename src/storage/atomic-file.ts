@@ -7,10 +7,10 @@ import { TEMP_MARKER } from './layout';
 // JSON (table.json, SEALED.json, GC.json) never load apache-arrow: the CLI's operator
 // commands start faster without it.
 
-/** A small file's text, or null when it does not exist (any other error is thrown). */
-export async function readTextIfExists(file: string): Promise<string | null> {
+/** A file's bytes, or null when it does not exist (any other error is thrown). */
+export async function readBytesIfExists(file: string): Promise<Buffer | null> {
   try {
-    return await fs.readFile(file, 'utf8');
+    return await fs.readFile(file);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;

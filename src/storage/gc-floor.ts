@@ -1,6 +1,6 @@
-import path from 'node:path';
-import { readTextIfExists, writeFileAtomic } from './atomic-file';
+import { joinLoc } from './location';
 import { shardDir, tableLayout } from './layout';
+import { storageAt } from './open-storage';
 
 // Per shard, the highest seq whose generation file gc has deleted (`GC.json`). gc only
 // deletes generations at or below merged-through, so this is a recorded lower bound of
@@ -9,19 +9,32 @@ import { shardDir, tableLayout } from './layout';
 // instead of failing on the missing files. Only gc's own record counts: a generation
 // missing for any other reason still fails its unit, so nothing is skipped silently.
 
-const gcFile = (root: string, table: string, shard: string): string => path.join(shardDir(tableLayout(root, table), shard), 'GC.json');
+const gcFile = (root: string, table: string, shard: string): string => joinLoc(shardDir(tableLayout(root, table), shard), 'GC.json');
 
-export async function readGcFloor(root: string, table: string, shard: string): Promise<number> {
-  const file = gcFile(root, table, shard);
-  const text = await readTextIfExists(file);
-  if (text === null) return 0;
+function parseFloor(file: string, bytes: Buffer | null): number {
+  if (bytes === null) return 0;
+  const text = bytes.toString('utf8');
   const v = (JSON.parse(text) as { deletedThroughSeq?: unknown }).deletedThroughSeq;
   if (!Number.isSafeInteger(v) || (v as number) < 0) throw new Error(`${file}: invalid contents ${JSON.stringify(text)}`);
   return v as number;
 }
 
-/** Written before the files go, so a gc that dies half-way leaves a floor that covers them. */
+export async function readGcFloor(root: string, table: string, shard: string): Promise<number> {
+  const file = gcFile(root, table, shard);
+  return parseFloor(file, await storageAt(root).read(file));
+}
+
+/**
+ * Written before the files go, so a gc that dies half-way leaves a floor that covers
+ * them. A compare-and-swap on the floor's etag, so it only ever grows, also when a
+ * late attempt of a presumed-dead gc writes at the same time (no lock across hosts).
+ */
 export async function raiseGcFloor(root: string, table: string, shard: string, seq: number): Promise<void> {
-  if (seq <= (await readGcFloor(root, table, shard))) return;
-  await writeFileAtomic(gcFile(root, table, shard), `${JSON.stringify({ deletedThroughSeq: seq })}\n`);
+  const store = storageAt(root);
+  const file = gcFile(root, table, shard);
+  for (;;) {
+    const now = await store.readVersioned(file);
+    if (seq <= parseFloor(file, now?.bytes ?? null)) return;
+    if (await store.putIfMatch(file, `${JSON.stringify({ deletedThroughSeq: seq })}\n`, now?.etag ?? null)) return;
+  }
 }

@@ -1,14 +1,13 @@
-import fs from 'node:fs/promises';
-import path from 'node:path';
 import { SEQ_COLUMN, validateShardName } from '../names';
 import { arrow, encodeIpcFile, type ArrowTable } from './arrow';
-import { createFileExclusive, readTextIfExists } from './atomic-file';
+import { joinLoc } from './location';
+import { storageAt } from './open-storage';
 import { readGcFloor } from './gc-floor';
 import { checkTableSchema } from './table-schema';
 import { offerSealedHint } from './sealed-hint';
 import { generationFile, parseGenerationName, sealedFile, shardDir, tableLayout } from './layout';
 import { checkKeyColumn, tableFromRows, withSeqColumn, withSeqSchema, type Row } from './records';
-import { shardOfKey } from './routing';
+import { shardRouter } from './routing';
 import { readTableMeta, type TableMeta } from './table-meta';
 
 export { createTableMeta, readTableMeta, listTables, TableNotFoundError, TableExistsError, type TableMeta } from './table-meta';
@@ -46,8 +45,9 @@ export interface GenerationEntry {
   bytes: number | null;
 }
 
-// What is sealed is what exists: a generation is sealed the moment its file is renamed
-// into place (after fsync), so a seal costs one durable file write. SEALED.json is a
+// What is sealed is what exists: a generation is sealed the moment its file is linked
+// into place (after fsync) or, on S3, its object is created with If-None-Match: *, so a
+// seal costs one durable write (storage.ts putIfAbsent). SEALED.json is a
 // hint written after each seal (not fsynced: losing it costs a few stats), and
 // GC.json's floor covers what gc deleted. The sealed-through seq of a shard is the
 // highest seq reachable from max(hint, floor) through consecutive existing files. A
@@ -56,9 +56,10 @@ export interface GenerationEntry {
 // `revision` is the number of seals, which equals the seq (both start at 0 and every
 // seal raises each by one); SEALED.json keeps the field for stores written before.
 
-async function readHint(file: string): Promise<number> {
-  const text = await readTextIfExists(file);
-  if (text === null) return 0;
+async function readHint(root: string, file: string): Promise<number> {
+  const bytes = await storageAt(root).read(file);
+  if (bytes === null) return 0;
+  const text = bytes.toString('utf8');
   let v: Partial<ShardSealed>;
   try {
     v = JSON.parse(text) as Partial<ShardSealed>;
@@ -71,20 +72,13 @@ async function readHint(file: string): Promise<number> {
   return v.sealedThroughSeq as number;
 }
 
-const exists = (file: string): Promise<boolean> =>
-  fs.stat(file).then(
-    () => true,
-    (err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') return false;
-      throw err;
-    },
-  );
+const exists = async (root: string, file: string): Promise<boolean> => (await storageAt(root).stat(file)) !== null;
 
 export async function readShardSealed(root: string, table: string, shard: string): Promise<ShardSealed> {
   const l = tableLayout(root, table);
-  let seq = await readHint(sealedFile(l, shard));
+  let seq = await readHint(root, sealedFile(l, shard));
   for (;;) {
-    while (await exists(generationFile(l, shard, seq + 1))) seq++;
+    while (await exists(root, generationFile(l, shard, seq + 1))) seq++;
     // Read after probing: files gc deleted while we probed are below the floor it
     // recorded before deleting them, so the floor covers the gap.
     const floor = await readGcFloor(root, table, shard);
@@ -115,9 +109,10 @@ function assertRouting(table: ArrowTable, meta: TableMeta, shard: string): void 
   if (meta.shards.length === 1) return;
   const keys = table.getChild(meta.key);
   if (!keys) return;
+  const ownerOf = shardRouter(meta.shards);
   for (let i = 0; i < keys.length; i++) {
     const k = keys.get(i) as string | number | bigint;
-    const owner = shardOfKey(k, meta.shards);
+    const owner = ownerOf(k);
     if (owner !== shard) {
       throw new Error(`key ${String(k)} belongs to shard ${owner}, not ${shard} (keys are routed with shardOfKey)`);
     }
@@ -134,7 +129,7 @@ const MAX_CLAIM_ATTEMPTS = 1000;
 
 /**
  * Seal one generation: seq = sealedThroughSeq + 1, and the file of that seq is created
- * durably only if it does not exist yet (createFileExclusive), so racing sealers in
+ * durably only if it does not exist yet (Storage.putIfAbsent), so racing sealers in
  * other processes cannot take one seq twice: the loser probes again and retries with
  * the next seq (its _seq column changes, so it encodes again). Sealers in one process
  * queue per shard instead of racing. A crash before the link leaves only a temp file
@@ -163,8 +158,9 @@ export async function sealGeneration(
 
   const l = tableLayout(root, table);
   const dir = shardDir(l, shard);
+  const store = storageAt(root);
   return inShardQueue(dir, async () => {
-    if (!lastSealed.has(dir)) await fs.mkdir(dir, { recursive: true });
+    if (!lastSealed.has(dir)) await store.ensureDir(dir);
     for (let attempt = 0; attempt < MAX_CLAIM_ATTEMPTS; attempt++) {
       // What this process sealed last is usually still the newest: try the next seq
       // without probing; a lost race falls back to the full probe.
@@ -172,7 +168,7 @@ export async function sealGeneration(
       const seq = (mine ?? (await readShardSealed(root, table, shard)).sealedThroughSeq) + 1;
       const file = generationFile(l, shard, seq);
       const bytes = await encodeIpcFile(withSeqColumn(ordered, seq, meta.key));
-      if (!(await createFileExclusive(file, bytes))) continue;
+      if (!(await store.putIfAbsent(file, bytes))) continue;
       lastSealed.set(dir, seq);
       // Written every seal (in the background): a generation file lost below it is then
       // reported missing by the merge that needs it, instead of silently ending what
@@ -206,10 +202,7 @@ export async function listGenerations(root: string, table: string, shard: string
   const out: GenerationEntry[] = [];
   for (let seq = fromSeq; seq <= toSeq; seq++) {
     const file = generationFile(l, shard, seq);
-    const st = await fs.stat(file).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') return null;
-      throw err;
-    });
+    const st = await storageAt(root).stat(file);
     out.push({ seq, path: file, bytes: st ? st.size : null });
   }
   return out;
@@ -218,14 +211,10 @@ export async function listGenerations(root: string, table: string, shard: string
 /** Every generation file present in a shard's directory (any seq), sorted by seq. */
 export async function scanGenerationFiles(root: string, table: string, shard: string): Promise<{ seq: number; path: string }[]> {
   const dir = shardDir(tableLayout(root, table), shard);
-  const names = await fs.readdir(dir).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return [] as string[];
-    throw err;
-  });
   const out: { seq: number; path: string }[] = [];
-  for (const name of names) {
-    const seq = parseGenerationName(name);
-    if (seq !== null) out.push({ seq, path: path.join(dir, name) });
+  for (const { name, isDir } of await storageAt(root).list(dir)) {
+    const seq = isDir ? null : parseGenerationName(name);
+    if (seq !== null) out.push({ seq, path: joinLoc(dir, name) });
   }
   return out.sort((a, b) => a.seq - b.seq);
 }

@@ -1,11 +1,13 @@
-import fs from 'node:fs/promises';
-import path from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
 import { SEQ_COLUMN } from '../names';
 import { arrow, type ArrowTable, type Schema } from './arrow';
+import { isS3, joinLoc } from './location';
+import { storageAt } from './open-storage';
+import { lanceStorageOptions } from './s3-env';
 
 // The base Lance table, `<root>/<name>.lance`, so any LanceDB client reads it with
-// `lancedb.connect(root).openTable(name)`. A merge through a stale handle can duplicate
+// `lancedb.connect(root).openTable(name)` (on S3: `lancedb.connect('s3://BUCKET/PREFIX',
+// { storageOptions })` with the endpoint and credentials of s3-env.ts). A merge through a stale handle can duplicate
 // rows, so every activity opens its own handle (cheap: one manifest read) and refreshes
 // it with checkoutLatest; only connections are shared.
 
@@ -13,12 +15,16 @@ export type LanceTable = lancedb.Table;
 
 const connections = new Map<string, Promise<lancedb.Connection>>();
 
-export const lanceTableDir = (root: string, name: string): string => path.join(root, `${name}.lance`);
+export const lanceTableDir = (root: string, name: string): string => joinLoc(root, `${name}.lance`);
+
+/** What any LanceDB client passes to open a root: nothing for a directory, storageOptions for S3. */
+export const lanceConnectOptions = (root: string): Partial<lancedb.ConnectionOptions> | undefined =>
+  isS3(root) ? { storageOptions: lanceStorageOptions() } : undefined;
 
 function connect(root: string): Promise<lancedb.Connection> {
   let c = connections.get(root);
   if (!c) {
-    c = lancedb.connect(root);
+    c = lancedb.connect(root, lanceConnectOptions(root));
     connections.set(root, c);
     c.catch(() => connections.delete(root));
   }
@@ -26,10 +32,7 @@ function connect(root: string): Promise<lancedb.Connection> {
 }
 
 async function exists(root: string, name: string): Promise<boolean> {
-  return fs.access(path.join(lanceTableDir(root, name), '_versions')).then(
-    () => true,
-    () => false,
-  );
+  return (await storageAt(root).list(joinLoc(lanceTableDir(root, name), '_versions'), { limit: 1 })).length > 0;
 }
 
 /** The table, refreshed to its latest version, or null when nothing was committed yet. */

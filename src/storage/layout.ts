@@ -1,6 +1,7 @@
-import path from 'node:path';
+import { joinLoc } from './location';
 
-// Where everything of a table lives under the storage root (TURNSTILE_DATA).
+// Where everything of a table lives under the storage root (TURNSTILE_DATA): a local
+// directory or s3://BUCKET/PREFIX (locations: see location.ts).
 // The Lance table itself is `<root>/<table>.lance`, so `lancedb.connect(root).openTable(table)`
 // reads it from any LanceDB client; Turnstile's own files sit apart under `_turnstile/`.
 
@@ -17,13 +18,13 @@ export interface TableLayout {
 }
 
 export function tableLayout(root: string, table: string): TableLayout {
-  const meta = path.join(root, '_turnstile', table);
+  const meta = joinLoc(root, '_turnstile', table);
   return {
     root,
     meta,
-    tableFile: path.join(meta, 'table.json'),
-    gen: path.join(meta, 'gen'),
-    prepared: path.join(meta, 'prepared'),
+    tableFile: joinLoc(meta, 'table.json'),
+    gen: joinLoc(meta, 'gen'),
+    prepared: joinLoc(meta, 'prepared'),
   };
 }
 
@@ -53,8 +54,8 @@ export function parsePreparedName(name: string): { shard: string; fromSeq: numbe
   return { shard: m[1]!, fromSeq: Number(m[2]), toSeq: Number(m[3]) };
 }
 
-export const shardDir = (l: TableLayout, shard: string): string => path.join(l.gen, shard);
-export const generationFile = (l: TableLayout, shard: string, seq: number): string => path.join(shardDir(l, shard), generationName(seq));
-export const sealedFile = (l: TableLayout, shard: string): string => path.join(shardDir(l, shard), 'SEALED.json');
+export const shardDir = (l: TableLayout, shard: string): string => joinLoc(l.gen, shard);
+export const generationFile = (l: TableLayout, shard: string, seq: number): string => joinLoc(shardDir(l, shard), generationName(seq));
+export const sealedFile = (l: TableLayout, shard: string): string => joinLoc(shardDir(l, shard), 'SEALED.json');
 export const preparedFile = (l: TableLayout, shard: string, fromSeq: number, toSeq: number): string =>
-  path.join(l.prepared, preparedName(shard, fromSeq, toSeq));
+  joinLoc(l.prepared, preparedName(shard, fromSeq, toSeq));

@@ -1,5 +1,4 @@
-import fs from 'node:fs/promises';
-import { tempPathFor } from './atomic-file';
+import { storageOf } from './open-storage';
 
 // SEALED.json is a hint (see generation-store.ts): it bounds the probe for the
 // sealed-through seq and makes a generation file lost below it show up as missing. A
@@ -17,10 +16,27 @@ interface Pending {
 
 const pending = new Map<string, Pending>();
 
+// On a filesystem the hint is replaced without a lock (rename is atomic; a hint that
+// goes back a little only costs a few stats). On S3 it is raised with If-Match, so
+// writers on several hosts never move it backwards past what they read.
 async function writeHint(file: string, seq: number): Promise<void> {
-  const tmp = tempPathFor(file);
-  await fs.writeFile(tmp, JSON.stringify({ sealedThroughSeq: seq, revision: seq }), { flag: 'wx' });
-  await fs.rename(tmp, file);
+  const store = storageOf(file);
+  const text = JSON.stringify({ sealedThroughSeq: seq, revision: seq });
+  if (store.kind === 'fs') return store.put(file, text, { durable: false });
+  for (;;) {
+    const now = await store.readVersioned(file);
+    if (now && hintSeq(now.bytes) >= seq) return;
+    if (await store.putIfMatch(file, text, now?.etag ?? null)) return;
+  }
+}
+
+function hintSeq(bytes: Buffer): number {
+  try {
+    const v = (JSON.parse(bytes.toString('utf8')) as { sealedThroughSeq?: unknown }).sealedThroughSeq;
+    return Number.isSafeInteger(v) ? (v as number) : 0;
+  } catch {
+    return 0;
+  }
 }
 
 /** Writes until the hint is current; false when a write failed. */

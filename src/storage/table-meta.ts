@@ -1,10 +1,8 @@
-import fs from 'node:fs/promises';
-import path from 'node:path';
 import { combineOverrides, type PolicyOverride } from '../config/policy-schema';
 import { SEQ_COLUMN, validateColumnName, validateShardName, validateTableName } from '../names';
-import { tempPathFor, fsyncDir, writeFileAtomic } from './atomic-file';
-import { withFileLock } from './file-lock';
 import { shardDir, tableLayout } from './layout';
+import { joinLoc } from './location';
+import { storageAt } from './open-storage';
 
 // table.json: what a table is (key, shards, configured indices, policy override).
 // Created once (it is the marker that the table exists); only the policy changes later.
@@ -69,36 +67,28 @@ function validateMeta(meta: TableMeta): TableMeta {
 export async function createTableMeta(root: string, input: TableMeta): Promise<TableMeta> {
   const meta = validateMeta({ name: input.name, key: input.key, shards: [...input.shards], indices: [...input.indices], ...(input.policy ? { policy: input.policy } : {}) });
   const l = tableLayout(root, meta.name);
-  await fs.mkdir(l.prepared, { recursive: true });
-  for (const shard of meta.shards) await fs.mkdir(shardDir(l, shard), { recursive: true });
-  // link() fails if table.json exists, so two concurrent creates cannot both win,
-  // and readers never see a half-written table.json.
-  const tmp = tempPathFor(l.tableFile);
-  await fs.writeFile(tmp, `${JSON.stringify(meta, null, 2)}\n`, { flag: 'wx' });
-  try {
-    await fs.link(tmp, l.tableFile);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new TableExistsError(root, meta.name);
-    throw err;
-  } finally {
-    await fs.rm(tmp, { force: true });
-  }
-  await fsyncDir(l.meta);
+  const store = storageAt(root);
+  await store.ensureDir(l.prepared);
+  for (const shard of meta.shards) await store.ensureDir(shardDir(l, shard));
+  // Created only if absent, so two concurrent creates cannot both win, and readers
+  // never see a half-written table.json.
+  if (!(await store.putIfAbsent(l.tableFile, encodeMeta(meta)))) throw new TableExistsError(root, meta.name);
   return meta;
 }
 
+const encodeMeta = (meta: TableMeta): string => `${JSON.stringify(meta, null, 2)}\n`;
+
 export async function readTableMeta(root: string, table: string): Promise<TableMeta> {
+  return (await readVersionedMeta(root, table)).meta;
+}
+
+async function readVersionedMeta(root: string, table: string): Promise<{ meta: TableMeta; etag: string }> {
   validateTableName(table);
   const file = tableLayout(root, table).tableFile;
-  let text: string;
+  const got = await storageAt(root).readVersioned(file);
+  if (!got) throw new TableNotFoundError(root, table);
   try {
-    text = await fs.readFile(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new TableNotFoundError(root, table);
-    throw err;
-  }
-  try {
-    return validateMeta(JSON.parse(text) as TableMeta);
+    return { meta: validateMeta(JSON.parse(got.bytes.toString('utf8')) as TableMeta), etag: got.etag };
   } catch (err) {
     throw new Error(`${file}: invalid table metadata: ${err instanceof Error ? err.message : String(err)}`);
   }
@@ -106,29 +96,24 @@ export async function readTableMeta(root: string, table: string): Promise<TableM
 
 /** Names of the tables under root (those with a table.json), sorted. */
 export async function listTables(root: string): Promise<string[]> {
-  const dir = path.join(root, '_turnstile');
-  const names = await fs.readdir(dir).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return [] as string[];
-    throw err;
-  });
+  const store = storageAt(root);
   const found: string[] = [];
-  for (const name of names) {
-    const exists = await fs.access(tableLayout(root, name).tableFile).then(
-      () => true,
-      () => false,
-    );
-    if (exists) found.push(name);
+  for (const { name, isDir } of await store.list(joinLoc(root, '_turnstile'))) {
+    if (isDir && (await store.stat(tableLayout(root, name).tableFile))) found.push(name);
   }
   return found.sort();
 }
 
-/** Layers an accepted policy override onto table.json's, atomically; returns the combined override. */
+/**
+ * Layers an accepted policy override onto table.json's, atomically; returns the combined
+ * override. A compare-and-swap on table.json's etag: a concurrent save is never lost,
+ * the loser reads the winner's table.json and layers its override on top.
+ */
 export async function savePolicyOverride(root: string, table: string, override: PolicyOverride): Promise<PolicyOverride> {
-  const l = tableLayout(root, table);
-  return withFileLock(path.join(l.meta, 'table.lock'), async () => {
-    const meta = await readTableMeta(root, table);
+  const file = tableLayout(root, table).tableFile;
+  for (;;) {
+    const { meta, etag } = await readVersionedMeta(root, table);
     const policy = combineOverrides(meta.policy, override);
-    await writeFileAtomic(l.tableFile, `${JSON.stringify({ ...meta, policy }, null, 2)}\n`);
-    return policy;
-  });
+    if (await storageAt(root).putIfMatch(file, encodeMeta({ ...meta, policy }), etag)) return policy;
+  }
 }

@@ -1,13 +1,13 @@
-import path from 'node:path';
 import { arrow, encodeIpcFile, readIpcFile, type Schema } from './arrow';
-import { createFileExclusive } from './atomic-file';
 import { tableLayout } from './layout';
+import { joinLoc } from './location';
+import { storageAt } from './open-storage';
 
 // The table's column schema, fixed by its first seal (`<meta>/schema.arrow`, an Arrow
 // file with no rows). A generation of another shape could never be merged: prepareMerge
 // would fail on it and hold the shard. Refusing it at seal time keeps shards mergeable.
 
-const schemaFile = (root: string, table: string): string => path.join(tableLayout(root, table).meta, 'schema.arrow');
+const schemaFile = (root: string, table: string): string => joinLoc(tableLayout(root, table).meta, 'schema.arrow');
 
 const describe = (s: Schema): string => `{${s.fields.map((f) => `${f.name}: ${String(f.type)}`).join(', ')}}`;
 
@@ -36,7 +36,7 @@ export async function checkTableSchema(root: string, table: string, schema: Sche
   let ref = known.get(file) ?? (await readSchema(file));
   if (!ref) {
     // Durable and exclusive: the first sealer wins; a concurrent one compares with it.
-    await createFileExclusive(file, await encodeIpcFile(new arrow.Table(schema)));
+    await storageAt(root).putIfAbsent(file, await encodeIpcFile(new arrow.Table(schema)));
     ref = await readSchema(file);
     if (!ref) throw new Error(`${file}: vanished right after it was written`);
   }

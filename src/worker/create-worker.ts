@@ -3,6 +3,7 @@ import { activityInterceptors, createActivities, type ActivityDeps } from '../..
 import { WORKFLOWS_PATH } from '../paths';
 import { installQuietRuntime } from './runtime';
 import { defaultIdentity, fleetMemory, type FleetMemory } from './fleet-memory';
+import { connectionSecurity } from '../client/connection-security';
 
 // A Turnstile worker: stateless and identical to every other; run as many as needed on
 // the same task queue. The worker owns its connections; activities get theirs from deps.
@@ -47,7 +48,8 @@ export async function createWorker(opts: WorkerOptions): Promise<CreatedWorker> 
   const slots = opts.maxConcurrentActivities ?? 8;
   const memory = opts.memoryBudgetBytes === undefined ? undefined : fleetMemory({ budgetBytes: opts.memoryBudgetBytes, dataRoot: opts.deps.dataRoot, maxSlots: slots });
   const deps = memory ? { ...opts.deps, admission: memory.admission, preparedCacheBytes: memory.cacheBytes } : opts.deps;
-  const connection = await NativeConnection.connect({ address: opts.address });
+  // TLS / mTLS and the API key from the environment, as every Turnstile process.
+  const connection = await NativeConnection.connect({ address: opts.address, ...connectionSecurity() });
   const worker = await Worker.create({
     connection,
     namespace: opts.namespace,

@@ -1,5 +1,5 @@
 import { mulberry32 } from '../mulberry32';
-import { shardOfKey } from '../storage/routing';
+import { shardRouter } from '../storage/routing';
 
 // Deterministic test and demo rows. Keys come from [a, b] and route to `shard`, so a
 // generated batch can be sealed into that shard without breaking key ownership.
@@ -27,7 +27,8 @@ export function generateRows(opts: GenerateRowsOptions): GeneratedRow[] {
   if (!opts.shards.includes(opts.shard)) throw new Error(`shard ${opts.shard} is not one of ${opts.shards.join(', ')}`);
   const seed = opts.seed ?? 1;
   const candidates: number[] = [];
-  for (let k = a; k <= b; k++) if (shardOfKey(k, opts.shards) === opts.shard) candidates.push(k);
+  const ownerOf = shardRouter(opts.shards);
+  for (let k = a; k <= b; k++) if (ownerOf(k) === opts.shard) candidates.push(k);
   const count = opts.count ?? candidates.length;
   if (count > candidates.length) {
     throw new Error(`only ${candidates.length} keys of ${a}..${b} route to shard ${opts.shard}; asked for ${count} rows`);

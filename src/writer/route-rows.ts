@@ -1,6 +1,6 @@
 import type { ArrowTable } from '../storage/arrow';
 import { takeRows } from '../storage/arrow-columns';
-import { shardOfKey, type Key } from '../storage/routing';
+import { shardRouter, type Key } from '../storage/routing';
 import { RowsRejectedError } from './errors';
 
 // Routing a writer's rows to their shards: every key has one owner (shardOfKey), and a
@@ -11,10 +11,11 @@ export function splitByShard(table: ArrowTable, key: string, shards: readonly st
   const keys = table.getChild(key);
   if (!keys) throw new RowsRejectedError(`key column ${key} is missing (columns: ${table.schema.names.join(', ')})`);
   const rows = new Map<string, number[]>(shards.map((s) => [s, []]));
+  const ownerOf = shardRouter(shards);
   for (let i = 0; i < keys.length; i++) {
     const k = keys.get(i) as Key | null;
     if (k === null || k === undefined) throw new RowsRejectedError(`key column ${key}: row ${i} has a null key`);
-    rows.get(shards.length === 1 ? shards[0]! : shardOfKey(k, shards))!.push(i);
+    rows.get(shards.length === 1 ? shards[0]! : ownerOf(k))!.push(i);
   }
   const owners = [...rows].filter(([, r]) => r.length > 0);
   // One owner: the table as it is, no copy.

@@ -6,6 +6,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/activities/**/*.test.ts', 'test/storage/**/*.test.ts', 'test/client/**/*.test.ts'],
+    // Needs the SeaweedFS of the full suite's globalSetup.
+    exclude: ['test/storage/s3-storage.test.ts'],
     testTimeout: 60_000,
     pool: 'forks',
   },

@@ -44,7 +44,7 @@ describe('DemandSender', () => {
     expect(sent.flat().at(-1)).toEqual(d('s0', 2));
   });
 
-  test('retries a failing signal, then reports the failure once', async () => {
+  test('retries a failing signal, then holds it: reported while undelivered, retried by the next flush', async () => {
     let calls = 0;
     const delays: number[] = [];
     const s = new DemandSender(
@@ -52,14 +52,57 @@ describe('DemandSender', () => {
         calls++;
         return Promise.reject(new Error('no server'));
       },
-      { attempts: 3, retryDelayMs: 10, sleep: async (ms) => void delays.push(ms) },
+      { attempts: 3, retryDelayMs: 10, redeliverMs: 60_000, sleep: async (ms) => void delays.push(ms) },
     );
     s.offer(d('s0', 1));
     expect(await s.flush()).toBe('no server');
     expect(calls).toBe(3);
     expect(delays).toEqual([10, 20]);
-    expect(await s.flush()).toBeUndefined();
+    expect(s.undelivered).toBe(1);
+    expect(await s.flush()).toBe('no server');
+    expect(calls).toBe(6);
     expect(s.signalsSent).toBe(0);
+    s.stop();
+  });
+
+  test('demand held through an outage merges with later seals and is delivered once the server answers', async () => {
+    let up = false;
+    const sent: Demand[][] = [];
+    const s = new DemandSender(
+      async (ds) => {
+        if (!up) throw new Error('Failed to connect before the deadline');
+        sent.push(ds);
+      },
+      { attempts: 2, redeliverMs: 20, sleep: async () => undefined },
+    );
+    s.offer(d('s0', 1));
+    expect(await s.flush()).toBe('Failed to connect before the deadline');
+    s.offer(d('s0', 2)); // held: an offer does not retry before redeliverMs
+    s.offer(d('s1', 7));
+    up = true;
+    // The redelivery timer sends it without any further offer or flush.
+    for (let i = 0; i < 200 && sent.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(await s.flush()).toBeUndefined();
+    expect(sent).toEqual([[d('s0', 2), d('s1', 7)]]);
+    expect(s.undelivered).toBe(0);
+  });
+
+  test('a refused request is reported once and dropped, not held', async () => {
+    let calls = 0;
+    const s = new DemandSender(
+      () => {
+        calls++;
+        const e = new Error('demands: bad');
+        e.name = 'RequestRefusedError';
+        return Promise.reject(e);
+      },
+      { sleep: async () => undefined },
+    );
+    s.offer(d('s0', 1));
+    expect(await s.flush()).toBe('demands: bad');
+    expect(calls).toBe(1);
+    expect(s.undelivered).toBe(0);
+    expect(await s.flush()).toBeUndefined();
   });
 
   test('a failure that clears is not reported', async () => {

@@ -3,13 +3,15 @@ import * as lancedb from '@lancedb/lancedb';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createTableMeta } from '../../src/storage/generation-store';
 import { generationFile, tableLayout } from '../../src/storage/layout';
+import { lanceConnectOptions } from '../../src/storage/lance-table';
+import { storageAt } from '../../src/storage/open-storage';
 import { TableWriter, workflowArgsFor } from '../../src/client/table-writer';
 import { MergeWaiter } from '../../src/client/merge-waiter';
 import type { PolicyOverride } from '../../src/config/policy-schema';
 import { shardNames } from '../../src/names';
 import { shardOfKey } from '../../src/storage/routing';
 import type { FreezePoint } from '../../activities';
-import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';
+import { eventually, startHarness, STORAGES, uniqueName, type Harness } from '../support/harness';
 import { readTableRows } from '../support/lance-read';
 import { Load } from '../support/load';
 import { activityRuns } from '../support/history';
@@ -202,27 +204,31 @@ test('a truncated generation fails its unit without retries, names the file, hol
   await recordHistory(h.client, handle, 'corrupt-generation');
 });
 
-test('index builds the configured index and gc deletes merged generations without lowering sealed-through', async () => {
+// gc on both storage backends (S3: a fresh harness on the run's SeaweedFS).
+test.each(STORAGES)('index builds the configured index and gc deletes merged generations without lowering sealed-through (%s storage)', async (storage) => {
+  const hh = storage === 'fs' ? h : await startHarness({ name: 'idxgc', storage });
+  const exists = async (loc: string): Promise<boolean> => (await storageAt(hh.dataRoot).stat(loc)) !== null;
+  try {
   const table = uniqueName('idxgc');
-  const meta = await createTableMeta(h.dataRoot, { name: table, key: 'id', shards: shardNames(2), indices: [{ column: 'id', type: 'btree' }] });
-  await h.tables.start({ ...workflowArgsFor(meta), policy: { periodSecs: { optimize: 0, index: 0, gc: 0 }, snapshotIntervalSecs: 1 } });
-  const handle = h.tables.handle(table);
-  const writer = await TableWriter.open(h.tables, h.dataRoot, table);
+  const meta = await createTableMeta(hh.dataRoot, { name: table, key: 'id', shards: shardNames(2), indices: [{ column: 'id', type: 'btree' }] });
+  await hh.tables.start({ ...workflowArgsFor(meta), policy: { periodSecs: { optimize: 0, index: 0, gc: 0 }, snapshotIntervalSecs: 1 } });
+  const handle = hh.tables.handle(table);
+  const writer = await TableWriter.open(hh.tables, hh.dataRoot, table);
   const load = new Load(writer, { rowsPerGeneration: 300, keySpan: 3000, pauseMs: 0 });
   for (let i = 0; i < 3; i++) for (const s of meta.shards) await load.writeOne(s);
-  await expectExact(h, table, load, meta.shards);
+  await expectExact(hh, table, load, meta.shards);
 
-  await h.tables.bump(table, { kind: 'index', reason: 'build the btree now' });
-  await eventually(async () => (await h.tables.status(table)).counters.turns.index >= 1, 'the index turn');
-  const db = await lancedb.connect(h.dataRoot);
+  await hh.tables.bump(table, { kind: 'index', reason: 'build the btree now' });
+  await eventually(async () => (await hh.tables.status(table)).counters.turns.index >= 1, 'the index turn');
+  const db = await lancedb.connect(hh.dataRoot, lanceConnectOptions(hh.dataRoot));
   const indices = await (await db.openTable(table)).listIndices();
   expect(indices.map((i) => i.columns)).toEqual([['id']]);
 
-  const layout = tableLayout(h.dataRoot, table);
-  expect(fs.existsSync(generationFile(layout, 's0', 1))).toBe(true);
-  await h.tables.bump(table, { kind: 'gc', reason: 'clean up now' });
-  await eventually(async () => (await h.tables.status(table)).counters.turns.gc >= 1, 'the gc turn');
-  for (const s of meta.shards) for (let seq = 1; seq <= 3; seq++) expect(fs.existsSync(generationFile(layout, s, seq))).toBe(false);
+  const layout = tableLayout(hh.dataRoot, table);
+  expect(await exists(generationFile(layout, 's0', 1))).toBe(true);
+  await hh.tables.bump(table, { kind: 'gc', reason: 'clean up now' });
+  await eventually(async () => (await hh.tables.status(table)).counters.turns.gc >= 1, 'the gc turn');
+  for (const s of meta.shards) for (let seq = 1; seq <= 3; seq++) expect(await exists(generationFile(layout, s, seq))).toBe(false);
   // Snapshots after gc still see every shard sealed through 3, and the table is intact:
   // wait until two snapshots scheduled after the gc commit closed have completed.
   const gcClosed = (await activityRuns(handle)).find((r) => r.type === 'gc' && r.outcome === 'completed')!.closedEventId!;
@@ -230,21 +236,23 @@ test('index builds the configured index and gc deletes merged generations withou
     async () => (await activityRuns(handle)).filter((r) => r.type === 'snapshot' && r.outcome === 'completed' && r.scheduledEventId > gcClosed).length >= 2,
     'two snapshots after gc',
   );
-  const after = await h.tables.status(table);
+  const after = await hh.tables.status(table);
   expect(after.shards.map((s) => [s.sealedThroughSeq, s.mergedThroughSeq])).toEqual([[3, 3], [3, 3]]);
-  await expectExact(h, table, load, meta.shards);
+  await expectExact(hh, table, load, meta.shards);
   // And writing goes on after gc: seq 4 follows.
   expect(await load.writeOne('s0')).toBe(4);
-  await expectExact(h, table, load, meta.shards);
-  await recordHistory(h.client, handle, 'index-gc');
+  await expectExact(hh, table, load, meta.shards);
+  if (storage === 'fs') await recordHistory(hh.client, handle, 'index-gc');
 
   // An operator terminates the workflow; the next seal starts a fresh one (merged-through
   // 0 everywhere). Its merges skip what gc recorded as merged and deleted, and the
   // table ends exact.
   await handle.terminate('operator test');
   expect(await load.writeOne('s0')).toBe(5);
-  await expectExact(h, table, load, meta.shards);
-  const fresh = await h.tables.status(table);
+  await expectExact(hh, table, load, meta.shards);
+  const fresh = await hh.tables.status(table);
   expect(fresh.shards.map((s) => s.mergedThroughSeq)).toEqual([5, 3]);
-  expect(fresh.shards.every((s) => s.heldReason === null)).toBe(true);
+  expect(fresh.shards.every((s) => s.heldReason === null)).toBe(true);  } finally {
+    if (hh !== h) await hh.close();
+  }
 });

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startDevServer, type DevServer } from '../../src/server/dev-server';
+import { seaweedBinary, startSeaweedfs, type Seaweed } from '../../src/server/seaweedfs';
 
 // One real Temporal dev server for the whole test run (free ports, a temporary SQLite
 // database), or the server at TEMPORAL_ADDRESS when that is set. Tests isolate
@@ -10,15 +11,31 @@ import { startDevServer, type DevServer } from '../../src/server/dev-server';
 // their own get the binary through inject('temporalBinary'): null when TEMPORAL_ADDRESS
 // is set without TEMPORAL_CLI_PATH (nothing of ours to start; they skip, saying so).
 
+//
+// Also one SeaweedFS (S3) for the whole run, for the tests that run on both storage
+// backends: each gets a fresh prefix of one bucket (inject('s3')).
+
 declare module 'vitest' {
   export interface ProvidedContext {
     temporalAddress: string;
     temporalBinary: string | null;
+    s3: { bucket: string; env: Record<string, string> };
   }
 }
 
 let server: DevServer | undefined;
 let dir: string | undefined;
+let seaweed: Seaweed | undefined;
+let seaweedDir: string | undefined;
+
+async function startS3(project: TestProject): Promise<void> {
+  const binary = await seaweedBinary();
+  seaweedDir = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-seaweedfs-'));
+  const started = Date.now();
+  seaweed = await startSeaweedfs({ binary, dir: seaweedDir, bucket: 'turnstile-tests', logFile: path.join(seaweedDir, 'weed.log') });
+  console.log(`[turnstile tests] SeaweedFS S3 at ${seaweed.endpoint} (pid ${seaweed.pid}, ready in ${Date.now() - started} ms, log ${seaweedDir}/weed.log)`);
+  project.provide('s3', { bucket: seaweed.bucket, env: seaweed.env });
+}
 
 async function binaryPath(): Promise<string> {
   if (process.env.TEMPORAL_CLI_PATH) return process.env.TEMPORAL_CLI_PATH;
@@ -32,6 +49,10 @@ async function binaryPath(): Promise<string> {
 }
 
 export async function setup(project: TestProject): Promise<void> {
+  await Promise.all([startS3(project), startTemporal(project)]);
+}
+
+async function startTemporal(project: TestProject): Promise<void> {
   if (process.env.TEMPORAL_ADDRESS) {
     project.provide('temporalAddress', process.env.TEMPORAL_ADDRESS);
     project.provide('temporalBinary', process.env.TEMPORAL_CLI_PATH ?? null);
@@ -47,6 +68,7 @@ export async function setup(project: TestProject): Promise<void> {
 }
 
 export async function teardown(): Promise<void> {
-  await server?.stop();
+  await Promise.all([server?.stop(), seaweed?.stop()]);
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  if (seaweedDir) fs.rmSync(seaweedDir, { recursive: true, force: true });
 }

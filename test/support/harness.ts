@@ -30,10 +30,27 @@ export interface Harness {
 
 export const uniqueName = (prefix: string): string => `${prefix}-${randomUUID().slice(0, 8)}`;
 
-export async function startHarness(opts: { name: string; deps?: Partial<ActivityDeps>; workers?: number }): Promise<Harness> {
+export type StorageKind = 'fs' | 's3';
+
+/** The backends tests that must hold on both run on (describe.each(STORAGES)). */
+export const STORAGES: StorageKind[] = ['fs', 's3'];
+
+/**
+ * A fresh storage root: a temporary directory, or a fresh prefix in the bucket of the
+ * run's SeaweedFS (whose endpoint and credentials go into this process's environment,
+ * where Turnstile and Lance read them, and so into any worker process a test spawns).
+ */
+export function freshDataRoot(name: string, storage: StorageKind = 'fs'): string {
+  if (storage === 'fs') return fs.mkdtempSync(path.join(os.tmpdir(), `turnstile-${name}-`));
+  const s3 = inject('s3');
+  Object.assign(process.env, s3.env);
+  return `s3://${s3.bucket}/${uniqueName(name)}`;
+}
+
+export async function startHarness(opts: { name: string; deps?: Partial<ActivityDeps>; workers?: number; storage?: StorageKind }): Promise<Harness> {
   installQuietRuntime();
   const address = inject('temporalAddress');
-  const dataRoot = fs.mkdtempSync(path.join(os.tmpdir(), `turnstile-${opts.name}-`));
+  const dataRoot = freshDataRoot(opts.name, opts.storage);
   const taskQueue = uniqueName(`tq-${opts.name}`);
   const client = await connectClient({ address, namespace: 'default' });
   const running = new Map<Worker, { done: Promise<void>; close: () => Promise<void> }>();
@@ -77,7 +94,7 @@ export async function startHarness(opts: { name: string; deps?: Partial<Activity
       for (const w of [...running.keys()]) await stopWorker(w);
       await client.connection.close();
       await settleSealedHints(); // a hint written in the background would race the removal
-      fs.rmSync(dataRoot, { recursive: true, force: true });
+      if (opts.storage !== 's3') fs.rmSync(dataRoot, { recursive: true, force: true }); // S3: the run's server is scratch
     },
   };
 }

@@ -78,29 +78,6 @@ export function activityRunsOf(history: History): ActivityRun[] {
       runs.push(r);
       continue;
     }
-    // A local activity (the snapshot) leaves one marker: it ran inside the task that decided it.
-    const marker = e.markerRecordedEventAttributes;
-    if (marker?.markerName === 'core_local_activity') {
-      const dataPayload = marker.details?.data?.payloads?.[0];
-      const data = (dataPayload ? defaultPayloadConverter.fromPayload(dataPayload) : {}) as { activity_type?: string; activity_id?: string };
-      const resultPayload = marker.details?.result?.payloads?.[0];
-      runs.push({
-        type: data.activity_type ?? 'local',
-        activityId: data.activity_id ?? '',
-        startedBy: null,
-        previousAttempt: null,
-        scheduledAtMs: taskStartedAtMs,
-        startedAtMs: taskStartedAtMs,
-        closedAtMs: at,
-        decidedAtMs: taskStartedAtMs,
-        seenClosedAtMs: taskStartedAtMs,
-        scheduledEventId: id,
-        closedEventId: id,
-        outcome: marker.failure ? 'failed' : 'completed',
-        ...(resultPayload ? { result: defaultPayloadConverter.fromPayload(resultPayload) } : {}),
-      });
-      continue;
-    }
     const started = e.activityTaskStartedEventAttributes;
     if (started) {
       const r = byId.get(Number(started.scheduledEventId));

@@ -1,8 +1,9 @@
 import * as lancedb from '@lancedb/lancedb';
+import { lanceConnectOptions } from '../../src/storage/lance-table';
 
 /** Every row of a Lance table, read the way any LanceDB client would, keyed by `key`. */
 export async function readTableRows(root: string, table: string, key = 'id'): Promise<{ count: number; rows: Map<string, Record<string, unknown>> }> {
-  const db = await lancedb.connect(root);
+  const db = await lancedb.connect(root, lanceConnectOptions(root));
   const tbl = await db.openTable(table);
   const count = await tbl.countRows();
   const data = await tbl.query().toArray();

@@ -34,7 +34,9 @@ export class Load {
     return r.seq;
   }
 
+  /** Writes until stop(); may be started again after a stop (the model carries on). */
   start(shards: string[] = this.writer.meta.shards): void {
+    this.stopped = false;
     this.loop = (async () => {
       while (!this.stopped) {
         for (const s of shards) await this.writeOne(s);

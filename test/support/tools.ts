@@ -12,6 +12,7 @@ export interface Tool {
 }
 
 export const PROMETHEUS: Tool = { name: 'prometheus', paths: ['/usr/bin/prometheus', '/usr/local/bin/prometheus'], install: 'apt-get install -y prometheus' };
+export const POSTGRES: Tool = { name: 'postgresql-15', paths: ['/usr/lib/postgresql/15/bin/postgres'], install: 'apt-get install -y postgresql-15' };
 export const CHROMIUM: Tool = { name: 'chromium', paths: ['/usr/bin/chromium', '/usr/bin/chromium-browser'], install: 'apt-get install -y chromium' };
 
 /** The tool's path, or the one-line reason to skip (throws instead when tools are required). */

@@ -1,0 +1,59 @@
+// One storage interface for everything Turnstile writes next to the Lance table
+// (generations, SEALED.json, prepared batches and checkpoints, table.json, GC.json),
+// with a filesystem and an S3 backend. What callers rely on:
+// - putIfAbsent is the only way a name is claimed (a generation's seq, table.json): of
+//   racing writers exactly one gets true, and the winner's bytes are complete for every
+//   reader (fs: temp file + fsync + link; S3: PutObject with If-None-Match: *).
+// - put replaces atomically: a reader sees the old bytes or the new, never a mix.
+// - putIfMatch is a compare-and-swap on the etag readVersioned returned (null: the
+//   object must not exist), for watermarks that must only grow (GC.json) and for
+//   read-modify-write of table.json.
+// Every location must lie under the backend's root: a name that climbs out with `..`
+// or an absolute path is refused before any I/O (StorageEscapeError).
+
+export interface Versioned {
+  bytes: Buffer;
+  etag: string;
+}
+
+export interface Entry {
+  name: string;
+  isDir: boolean;
+}
+
+export interface Storage {
+  readonly kind: 'fs' | 's3';
+  readonly root: string;
+  /** The bytes, or null when there is no such object. */
+  read(loc: string): Promise<Buffer | null>;
+  readVersioned(loc: string): Promise<Versioned | null>;
+  stat(loc: string): Promise<{ size: number; mtimeMs: number } | null>;
+  /** Creates `loc` durably unless it exists; false (nothing written) when it does. */
+  putIfAbsent(loc: string, bytes: Uint8Array | string): Promise<boolean>;
+  /** Replaces `loc` atomically; `durable: false` lets fs skip the fsyncs (hints only). */
+  put(loc: string, bytes: Uint8Array | string, opts?: { durable?: boolean }): Promise<void>;
+  /** Replaces `loc` only if its etag is still `etag` (null: only if absent); false otherwise. */
+  putIfMatch(loc: string, bytes: Uint8Array | string, etag: string | null): Promise<boolean>;
+  /** Direct children of the directory (or key prefix) `dir`, at most `limit`; [] when there is none. */
+  list(dir: string, opts?: { limit?: number }): Promise<Entry[]>;
+  /** Removes `loc`; absent is fine. */
+  delete(loc: string): Promise<void>;
+  /** fs: mkdir -p; S3 has no directories. */
+  ensureDir(dir: string): Promise<void>;
+  /** One line naming what is wrong with the root (missing bucket, credentials, endpoint), or null. */
+  check(): Promise<string | null>;
+}
+
+export class StorageEscapeError extends Error {
+  constructor(root: string, loc: string) {
+    super(`${loc} is outside the storage root ${root}: refused`);
+    this.name = 'StorageEscapeError';
+  }
+}
+
+/** Thrown for a missing object where callers expect a file error: same code as fs. */
+export function notFound(loc: string): NodeJS.ErrnoException {
+  const err = new Error(`ENOENT: no such file or directory, open '${loc}'`) as NodeJS.ErrnoException;
+  err.code = 'ENOENT';
+  return err;
+}
