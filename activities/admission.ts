@@ -5,22 +5,13 @@ import { storageAt } from '../src/storage/open-storage';
 import type { PrepareMergeInput } from './contract';
 import type { ActivityDeps } from './deps';
 import { fail } from './failures';
+import { commitReservation, maxBatchBytes } from '../src/reservation-sizes';
 
-// What each activity reserves of its worker's memory budget (invariant 6, issue 8), and
-// how big a merge batch may be. The factors are measured by bench/memory-factor.ts
-// (peak RSS a unit adds, in a fresh process, over the bytes of the generation files it
-// merges; bench/README.md): about 4x for a preparation and about 10x plus ~50 MiB for
-// the mergeInsert of its commit, at 0.5M rows per unit. Rounded up here.
+// How a worker's activities hold reservations of its memory budget (invariant 6, issue
+// 8), and how big a merge batch may be. The sizes are src/reservation-sizes.ts (pure,
+// shared with the workflow).
 
-const MiB = 2 ** 20;
-export const PREPARE_FACTOR = 4;
-export const PREPARE_BASE_BYTES = 32 * MiB;
-export const COMMIT_FACTOR = 10;
-export const COMMIT_BASE_BYTES = 64 * MiB;
-/** snapshot, planOptimize, planIndex, planGc, gc: metadata only. */
-export const SMALL_BYTES = 16 * MiB;
-/** commitOptimize and ensureIndex: not measured yet, a fixed guess (README says so). */
-export const MAINTENANCE_BYTES = 128 * MiB;
+export * from '../src/reservation-sizes';
 
 /** What a worker tells its activities about memory; absent in tests without a budget. */
 export interface AdmissionDeps {
@@ -30,16 +21,6 @@ export interface AdmissionDeps {
   /** Budgets of the live workers (this one included): the fleet's smallest and largest. */
   fleetBudgets(): { smallest: number; largest: number };
 }
-
-export const prepareReservation = (generationBytes: number): number => PREPARE_BASE_BYTES + PREPARE_FACTOR * generationBytes;
-export const commitReservation = (preparedBytes: number): number => COMMIT_BASE_BYTES + COMMIT_FACTOR * preparedBytes;
-
-/** The largest reservation a unit may have: half the smallest budget, so every worker runs two units at once. */
-export const maxUnitBytes = (smallestBudget: number): number => Math.floor(smallestBudget / 2);
-
-/** Generation bytes one merge batch may hold: its commit (the larger of its two steps) then fits maxUnitBytes. */
-export const maxBatchBytes = (smallestBudget: number): number =>
-  Math.max(1, Math.floor((maxUnitBytes(smallestBudget) - COMMIT_BASE_BYTES) / COMMIT_FACTOR));
 
 /**
  * Runs `fn` holding `bytes` of the worker's budget; without admission (tests) just runs
@@ -89,14 +70,3 @@ export async function boundMergeRange(deps: ActivityDeps, input: PrepareMergeInp
   }
   return { toSeq, bytes, maxBatchBytes: limit };
 }
-
-/** The reservation of activities whose memory does not grow with their input. */
-export const FIXED_RESERVATIONS: Record<string, number> = {
-  snapshot: SMALL_BYTES,
-  planOptimize: SMALL_BYTES,
-  planIndex: SMALL_BYTES,
-  planGc: SMALL_BYTES,
-  gc: SMALL_BYTES,
-  commitOptimize: MAINTENANCE_BYTES,
-  ensureIndex: MAINTENANCE_BYTES,
-};

@@ -48,6 +48,13 @@ export interface Policy {
   /** Backoff of a failed commit before its unit may hold the turn again: min(base * 2^(n-1), max). */
   commitRetryBaseSecs: number;
   commitRetryMaxSecs: number;
+  /**
+   * A commit no worker has taken after this long (no worker had the memory headroom,
+   * issue 8) gives the turn back and waits min(this * 2^(n-1), max(this,
+   * commitRetryMaxSecs)) before it may take the turn again. 0: it waits in the task
+   * queue holding the turn. Absent in policies from before it existed.
+   */
+  commitAdmissionWaitSecs?: number;
 }
 
 export interface ShardState {
@@ -98,6 +105,14 @@ interface UnitCommon {
    * merged before the head's).
    */
   emptyPrepared?: boolean;
+  /**
+   * Issue 8: its commit was not taken by any worker within commitAdmissionWaitSecs
+   * (no headroom in the fleet): the bytes its commit reserves, shown while it waits
+   * without the turn. Cleared when a commit of it is taken and ends.
+   */
+  waitingForBytes?: number;
+  /** How many times in a row its commit found no headroom (the doubling of its wait). */
+  headroomWaits?: number;
 }
 
 /** A merge of one shard's seq range fromSeq..toSeq. */
@@ -140,6 +155,8 @@ export interface Counters {
    * the first one, and in states from before it existed.
    */
   rejectedSignals?: number;
+  /** Commits that gave the turn back because no worker had the headroom for them (issue 8). */
+  headroomWaits?: number;
 }
 
 export interface TurnHolder {
@@ -220,6 +237,11 @@ export type PolicyEvent =
   | { type: 'prepareFailed'; unitId: string; error: string; retryable: boolean; stalled: boolean }
   | { type: 'committed'; unitId: string; version: number; rows?: number; attempts: number }
   | { type: 'commitFailed'; unitId: string; error: string; retryable: boolean; stalled: boolean }
+  /**
+   * The turn holder's commit was taken by no worker within commitAdmissionWaitSecs:
+   * it never started, so nothing was done. `bytes`: what the commit reserves.
+   */
+  | { type: 'noHeadroom'; unitId: string; bytes: number }
   | { type: 'timer' }
   | { type: 'bump'; bump: Bump }
   | { type: 'pause'; kind: Kind | null }

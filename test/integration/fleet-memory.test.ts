@@ -41,14 +41,27 @@ afterAll(async () => {
 const vm = (pid: number, field: 'VmRSS' | 'VmHWM'): number => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) * 1024;
 
 /** A `turnstile worker` process (the CLI, as operators run it), ready when it says so. */
-async function startWorker(): Promise<{ child: ChildProcess; out: () => string }> {
-  const env = { ...process.env, TEMPORAL_ADDRESS: h.address, TURNSTILE_DATA: h.dataRoot, TURNSTILE_TASK_QUEUE: h.taskQueue, TURNSTILE_WORKER_MEMORY: '1GiB' };
+async function startWorker(extraEnv: Record<string, string> = {}): Promise<{ child: ChildProcess; out: () => string }> {
+  const env = { ...process.env, TEMPORAL_ADDRESS: h.address, TURNSTILE_DATA: h.dataRoot, TURNSTILE_TASK_QUEUE: h.taskQueue, TURNSTILE_WORKER_MEMORY: '1GiB', ...extraEnv };
   const child = spawn(process.execPath, [path.join(PROJECT_ROOT, 'scripts', 'turnstile.mjs'), 'worker'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   workers.push(child);
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   await eventually(async () => out.includes('worker on'), 'a worker up', 60_000, 100);
   return { child, out: () => out };
+}
+
+/** Seals `gens` generations into each of `count` new one-shard tables and starts their workflows. */
+async function sealedTables(prefix: string, count: number, gens: number, policy: object): Promise<{ names: string[]; sealed: Map<string, number> }> {
+  const names = Array.from({ length: count }, (_, t) => uniqueName(`${prefix}${t}`));
+  const sealed = new Map<string, number>();
+  const metas = [];
+  for (const [t, name] of names.entries()) {
+    metas.push(await createTableMeta(h.dataRoot, { name, key: 'id', shards: shardNames(1), indices: [] }));
+    for (let g = 0; g < gens; g++) sealed.set(name, (await sealGeneration(h.dataRoot, name, shardNames(1)[0]!, rowsOf(t, g))).seq);
+  }
+  for (const meta of metas) await h.tables.start({ ...workflowArgsFor(meta), policy });
+  return { names, sealed };
 }
 
 /** Rows of generation g of a table: overlapping key windows, values naming (table, g). */
@@ -119,9 +132,12 @@ test('two 1 GiB workers merge 20 tables of ~400 MiB units within their budgets; 
   phase('all merged');
   const peakOfSurvivor = vm(a.child.pid!, 'VmHWM');
   const merges: number[] = [];
+  let headroomWaits = 0;
   for (const [t, name] of names.entries()) {
     await expectRowsExactly(h.dataRoot, name, newestPerKey(Array.from({ length: GENS }, (_, g) => ({ seq: g + 1, rows: rowsOf(t, g) }))));
-    merges.push((await h.tables.state(name)).counters.merges);
+    const counters = (await h.tables.state(name)).counters;
+    merges.push(counters.merges);
+    headroomWaits += counters.headroomWaits ?? 0;
   }
   // Split: no table's three generations went in one batch.
   expect(Math.min(...merges)).toBeGreaterThanOrEqual(2);
@@ -135,7 +151,44 @@ test('two 1 GiB workers merge 20 tables of ~400 MiB units within their budgets; 
   console.log(
     `fleet-memory: generation ${(generationBytes / 2 ** 20).toFixed(1)} MiB; ` +
       report.map((w) => `${w.worker}: peak RSS ${(w.peak / 2 ** 20).toFixed(0)} MiB = ${((w.peak / BUDGET) * 100).toFixed(0)}% of the 1024 MiB budget (idle baseline ${(w.baseline / 2 ** 20).toFixed(0)} MiB)`).join('; ') +
-      `; merges per table ${Math.min(...merges)}..${Math.max(...merges)}`,
+      `; merges per table ${Math.min(...merges)}..${Math.max(...merges)}; commits that gave the turn back for want of headroom: ${headroomWaits}`,
   );
   for (const w of report) expect(w.peak, `${w.worker} peak RSS`).toBeLessThanOrEqual(BUDGET + w.baseline);
+}, 600_000);
+
+test('SIGTERM drains a worker within worker.shutdownGraceSecs; its units hand over to the other worker and every table ends exact', async () => {
+  const graceSecs = 3;
+  const config = path.join(path.dirname(h.dataRoot), `sigterm-${process.pid}.json`);
+  fs.writeFileSync(config, JSON.stringify({ worker: { shutdownGraceSecs: graceSecs } }));
+  const a = await startWorker({ TURNSTILE_CONFIG: config });
+  const b = await startWorker({ TURNSTILE_CONFIG: config });
+  const policy = { periodSecs: { optimize: 0, index: 0, gc: 0 }, stallSecs: { read: 5, encode: 5, commit: 10 } };
+  const { names, sealed } = await sealedTables('drain', 6, 2, policy);
+  const shard = shardNames(1)[0]!;
+
+  // SIGTERM while B runs a unit: it stops polling at once, lets the unit run for the
+  // grace at most, removes its registry record and exits.
+  const victim = b.child.pid!;
+  await eventually(async () => (await liveRecords(h.dataRoot)).find((r) => r.pid === victim)?.running.some((x) => x.activity !== 'poll'), 'the second worker running a unit', 120_000, 50);
+  const unitsAtStop = (await liveRecords(h.dataRoot)).find((r) => r.pid === victim)!.running.filter((x) => x.activity !== 'poll').map((x) => x.unit);
+  const stoppedAt = Date.now();
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => b.child.once('exit', (code, signal) => r({ code, signal })));
+  b.child.kill('SIGTERM');
+  // Grace, then the SDK cancels what still runs; 30 s more for the process to wind down on a loaded machine.
+  const exit = await Promise.race([exited, new Promise<null>((r) => setTimeout(() => r(null), (graceSecs + 30) * 1000))]);
+  expect(exit, 'the worker exited after SIGTERM').toEqual({ code: 0, signal: null });
+  const drainSecs = (Date.now() - stoppedAt) / 1000;
+  // It removed its own record (not only dropped out because its pid died).
+  const recordFiles = fs.readdirSync(path.join(h.dataRoot, '_workers'));
+  expect(recordFiles.filter((f) => f.startsWith(`${victim}@`))).toEqual([]);
+
+  // Its units hand over: the survivor merges every table, exactly.
+  const waiter = new MergeWaiter(h.client);
+  for (const name of names) await waiter.wait(name, shard, sealed.get(name)!);
+  for (const [t, name] of names.entries()) {
+    await expectRowsExactly(h.dataRoot, name, newestPerKey(Array.from({ length: 2 }, (_, g) => ({ seq: g + 1, rows: rowsOf(t, g) }))));
+  }
+  console.log(`sigterm: worker ${victim} exited ${drainSecs.toFixed(1)} s after SIGTERM (shutdownGraceSecs ${graceSecs}) while running ${unitsAtStop.join(', ')}; all ${names.length} tables exact on the survivor`);
+  a.child.kill('SIGTERM');
+  await new Promise((r) => a.child.once('exit', r));
 }, 600_000);

@@ -67,7 +67,7 @@ describe('admission ledger', () => {
         expect(ledger.waiting.some((w) => held.has(w.id))).toBe(false);
         expect(held.size).toBe(ledger.held.length);
       }),
-      { numRuns: 500 },
+      { numRuns: 200 },
     );
   });
 
@@ -92,7 +92,7 @@ describe('admission ledger', () => {
         }
         expect(admittedBig).toBe(true);
       }),
-      { numRuns: 500 },
+      { numRuns: 200 },
     );
   });
 });
