@@ -5,6 +5,7 @@
 
 import type { IndexSpec } from '../src/storage/table-meta';
 import type { PreparedMerge } from '../src/unit-results';
+import type { SnapshotResult } from '../src/storage/generation-store';
 
 export type { IndexSpec } from '../src/storage/table-meta';
 export type { SnapshotResult } from '../src/storage/generation-store';
@@ -27,6 +28,11 @@ export interface PrepareMergeInput extends TableRef {
   shard: string;
   fromSeq: number;
   toSeq: number;
+}
+
+/** A preparation's batch, and the store as the preparation saw it when it ended. */
+export interface PrepareMergeResult extends PreparedMerge {
+  scan?: SnapshotResult;
 }
 
 export interface CommitMergeInput extends TableRef {

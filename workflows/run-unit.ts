@@ -108,8 +108,9 @@ export async function prepareUnit(st: TableState, unit: Unit): Promise<PolicyEve
   try {
     switch (unit.kind) {
       case 'merge': {
-        const p = await acts.prepareMerge({ table, key: st.key, shard: unit.shard, fromSeq: unit.fromSeq, toSeq: unit.toSeq });
-        return { type: 'prepared', kind: 'merge', unitId: unit.id, needsCommit: true, prepared: p, reservedBytes: p.bytes, attempts: p.attempt };
+        // The scan is not kept with the unit: it is folded into the watermarks at once.
+        const { scan, ...p } = await acts.prepareMerge({ table, key: st.key, shard: unit.shard, fromSeq: unit.fromSeq, toSeq: unit.toSeq });
+        return { type: 'prepared', kind: 'merge', unitId: unit.id, needsCommit: true, prepared: p, reservedBytes: p.bytes, attempts: p.attempt, ...(scan ? { scan } : {}) };
       }
       case 'optimize': {
         const p = await acts.planOptimize({ table });

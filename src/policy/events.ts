@@ -4,7 +4,7 @@ import { forceRun, markDone, scheduleNextSnapshot, snapshotSoon } from './idle';
 import { isPeriodic, mergeUnitsOf, PERIODIC_KINDS } from './units';
 import { isMergeHead } from './order';
 import { nextDueMs, NEVER } from './time';
-import type { Bump, Kind, PolicyEvent, TableState, Unit } from './types';
+import type { Bump, Kind, PolicyEvent, StoreScan, TableState, Unit } from './types';
 
 // Applies one event to a (copied) state. Time-driven rules (backoffs ending,
 // promotion, creating units, granting the turn) are left to evaluate().
@@ -53,10 +53,12 @@ function giveUp(state: TableState, u: Unit, nowMs: number, error: string): void 
 
 function onPrepared(state: TableState, e: Ev<'prepared'>, nowMs: number): void {
   const u = findUnit(state, e.unitId);
+  if (e.scan) onScan(state, e.scan, nowMs, u?.state === 'preparing' ? u.createdAtMs : -Infinity);
   if (u?.state !== 'preparing') return;
   // A merge preparation may cover only the start of its range (a batch bounded by the
   // fleet's memory, issue 8): the rest stays backlog, for a follower or the next unit.
   if (u.kind === 'merge' && e.kind === 'merge' && e.prepared && e.prepared.toSeq >= u.fromSeq && e.prepared.toSeq < u.toSeq) u.toSeq = e.prepared.toSeq;
+  if (e.scan) u.scanned = true;
   state.counters.retries += Math.max(0, e.attempts - 1);
   if (e.reservedBytes !== undefined) u.reservedBytes = e.reservedBytes;
   if (!e.needsCommit) {
@@ -109,8 +111,9 @@ function onCommitted(state: TableState, e: Ev<'committed'>, nowMs: number): void
   state.version = Math.max(state.version, e.version);
   finish(state, u, nowMs, e.rows ?? 0, prevVersion);
   for (const r of riders) finish(state, r, nowMs, 0, prevVersion);
-  // A merge is activity: a writer is about, so a lost signal is looked for soon.
-  if (u.kind === 'merge') snapshotSoon(state, nowMs);
+  // A merge is activity: a writer is about, so a lost signal is looked for soon, unless
+  // its preparation's scan already looked, after the demand that made it.
+  if (u.kind === 'merge' && !u.scanned) snapshotSoon(state, nowMs);
 }
 
 function backOff(state: TableState, u: Unit, nowMs: number, error: string): void {
@@ -228,6 +231,25 @@ function onSnapshot(state: TableState, e: Ev<'snapshot'>, nowMs: number): void {
   foldSnapshot(state, e.shards);
   state.snapshotInFlight = false;
   scheduleNextSnapshot(state, nowMs, !sameWatermarks(before, state.shards));
+}
+
+/**
+ * A scan that rode on a merge's preparation (`sinceMs`: when that preparation was
+ * decided): the same scan a snapshot makes, so it counts as one and the next snapshot
+ * moves out; a table that merges steadily then runs no snapshot activity (and no
+ * workflow tasks for one). It counts as quiet only if nothing happened after the
+ * preparation began (it may have read the store before that); otherwise it can only
+ * bring the next snapshot closer. While a snapshot activity runs, its own end reschedules.
+ */
+function onScan(state: TableState, scan: StoreScan, nowMs: number, sinceMs: number): void {
+  const before = state.shards.map((s) => ({ ...s }));
+  foldSnapshot(state, scan.shards);
+  if (!state.adaptive || state.snapshotInFlight) return;
+  const foundNew = !sameWatermarks(before, state.shards);
+  // Something after the preparation began, which the scan may not have seen: it can
+  // bring the next snapshot closer (it found something), never push it out.
+  if ((state.activityAtMs ?? -Infinity) > sinceMs) return foundNew ? snapshotSoon(state, nowMs) : undefined;
+  scheduleNextSnapshot(state, nowMs, foundNew);
 }
 
 /** Operator actions (bump, pause, resume, policy) count as activity for the snapshot period. */

@@ -37,6 +37,7 @@ export function hasChanged(state: TableState, kind: PeriodicKind): boolean {
  */
 export function snapshotSoon(state: TableState, nowMs: number): void {
   if (!state.adaptive) return;
+  state.activityAtMs = nowMs;
   const base = state.policy.snapshotIntervalSecs;
   if (state.snapshotInFlight) {
     state.snapshotEverySecs = base / 2;

@@ -113,6 +113,12 @@ interface UnitCommon {
   waitingForBytes?: number;
   /** How many times in a row its commit found no headroom (the doubling of its wait). */
   headroomWaits?: number;
+  /**
+   * Its preparation scanned the store on the way out (a merge's does): that scan came
+   * after the demand that made the unit, so its commit need not bring the next snapshot
+   * closer (idle.ts).
+   */
+  scanned?: boolean;
 }
 
 /** A merge of one shard's seq range fromSeq..toSeq. */
@@ -223,15 +229,27 @@ export interface TableState {
    * that started before the latest activity is running.
    */
   snapshotEverySecs: number;
+  /**
+   * When something last happened that makes a lost signal worth looking for (a demand,
+   * a merge, an operator action; idle.ts): a preparation's scan that may have read the
+   * store before it does not count as quiet. Absent in states from before it.
+   */
+  activityAtMs?: number;
   /** Per periodic kind, what its last run covered (see changeMark in idle.ts). */
   periodic: { optimize: PeriodicMark; index: PeriodicMark; gc: PeriodicMark };
 }
 
 // ---- events fed by the workflow shell ----
 
+/** A scan of the generation store: every shard's sealed-through seq and revision. */
+export interface StoreScan {
+  revision: number;
+  shards: { shard: string; sealedThroughSeq: number; revision: number }[];
+}
+
 export type PolicyEvent =
   | { type: 'demand'; shard: string; sealedThroughSeq: number; revision: number }
-  | { type: 'snapshot'; revision: number; shards: { shard: string; sealedThroughSeq: number; revision: number }[] }
+  | ({ type: 'snapshot' } & StoreScan)
   | { type: 'snapshotFailed'; error: string }
   | PreparedEvent
   | { type: 'prepareFailed'; unitId: string; error: string; retryable: boolean; stalled: boolean }
@@ -248,9 +266,13 @@ export type PolicyEvent =
   | { type: 'resume'; kind: Kind | null }
   | { type: 'policyChanged'; policy: Policy };
 
-/** A preparation finished; its result has the shape of its unit's kind. */
+/**
+ * A preparation finished; its result has the shape of its unit's kind. `scan`: the
+ * store as the preparation saw it when it ended (merges scan every shard on the way
+ * out), which counts as a snapshot (idle.ts).
+ */
 export type PreparedEvent = {
-  [K in Kind]: { type: 'prepared'; kind: K; unitId: string; needsCommit: boolean; prepared: PreparedOf[K] | null; reservedBytes?: number; attempts: number };
+  [K in Kind]: { type: 'prepared'; kind: K; unitId: string; needsCommit: boolean; prepared: PreparedOf[K] | null; reservedBytes?: number; attempts: number; scan?: StoreScan };
 }[Kind];
 
 // ---- decisions the workflow shell carries out ----

@@ -1,7 +1,7 @@
 import { backlogOf } from '../policy/pressure';
 import { initialState } from '../policy/initial';
 import { step } from '../policy/step';
-import type { Decision, Kind, PolicyEvent, TableState, Unit } from '../policy/types';
+import type { Decision, Kind, PolicyEvent, StoreScan, TableState, Unit } from '../policy/types';
 import { TimeQueue } from './queue';
 import { chance, draw, mulberry32, type Rng } from './rng';
 import type { ArrivalProcess, FaultRates, SimConfig, SimResult, TurnRecord } from './types';
@@ -78,6 +78,8 @@ class Simulation {
   private handle(item: Item): void {
     switch (item.t) {
       case 'deliver':
+        // A preparation's scan sees the store as it is when the preparation ends.
+        if (item.event.type === 'prepared' && item.event.kind === 'merge' && this.cfg.scanOnPrepare) return this.feed({ ...item.event, scan: this.scan() });
         return this.feed(item.event);
       case 'timer':
         if (item.token === this.timerToken) this.feed({ type: 'timer' });
@@ -150,10 +152,9 @@ class Simulation {
       case 'snapshot': {
         // The scan sees the store as it is when it starts; its answer may be stale by the
         // time it arrives, which is exactly what revisions guard against.
-        const shards = Object.keys(this.sealed).map((shard) => ({ shard, sealedThroughSeq: this.sealed[shard]!, revision: this.sealRevision[shard]! }));
         const ms = draw(this.rng, this.cfg.snapshotMs ?? 500);
         if (chance(this.rng, this.cfg.snapshotFailProb)) return this.later(ms, { type: 'snapshotFailed', error: 'sim: scan failed' });
-        return this.later(ms, { type: 'snapshot', revision: this.revision, shards });
+        return this.later(ms, { type: 'snapshot', ...this.scan() });
       }
       case 'wakeAt':
         this.timerToken++;
@@ -163,6 +164,12 @@ class Simulation {
         }
         return;
     }
+  }
+
+  /** The store as a scan sees it now. */
+  private scan(): StoreScan {
+    const shards = Object.keys(this.sealed).map((shard) => ({ shard, sealedThroughSeq: this.sealed[shard]!, revision: this.sealRevision[shard]! }));
+    return { revision: this.revision, shards };
   }
 
   private failure(f: FaultRates | undefined): { error: string; retryable: boolean; stalled: boolean } | null {

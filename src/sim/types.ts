@@ -74,6 +74,8 @@ export interface SimConfig {
   prepareFaults?: FaultRates;
   commitFaults?: FaultRates;
   snapshotFailProb?: number;
+  /** A merge's preparation scans the store when it ends, as the real one does (activities/prepare-merge.ts). */
+  scanOnPrepare?: boolean;
   operator?: OperatorAction[];
   /** Record backlog and pressure every this many ms. */
   sampleEveryMs?: number;

@@ -48,6 +48,24 @@ describe('prepareMerge', () => {
     ]);
   });
 
+  it('scans every shard on the way out: a seal of another shard, whose signal never came, is in the result', async () => {
+    const s0 = generateRows({ keys: [0, 50], shard: 's0', shards: f.shards, count: 3 });
+    const s1 = generateRows({ keys: [0, 50], shard: 's1', shards: f.shards, count: 3 });
+    await sealGeneration(f.root, f.table, 's0', s0);
+    await sealGeneration(f.root, f.table, 's1', s1);
+    await sealGeneration(f.root, f.table, 's1', s1);
+    const p = await run(f.acts.prepareMerge, [input(1, 1)]);
+    expect(p.scan).toEqual({
+      revision: 3,
+      shards: [
+        { shard: 's0', sealedThroughSeq: 1, revision: 1 },
+        { shard: 's1', sealedThroughSeq: 2, revision: 2 },
+      ],
+    });
+    // The same as a snapshot activity would have seen.
+    expect(p.scan).toEqual(await run(f.acts.snapshot, [{ table: f.table }]));
+  });
+
   it('a truncated generation fails non-retryably naming the file', async () => {
     await sealMany(f, 's0', 3, 20);
     const file = generationFile(tableLayout(f.root, f.table), 's0', 2);

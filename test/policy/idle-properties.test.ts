@@ -23,6 +23,8 @@ const writersArb = fc.record({
   delayMs: rangeArb(0, 3_000) as fc.Arbitrary<[number, number]>,
   lostProb: fc.constantFrom<number>(0.05, 0.3, 1),
   minutes: fc.integer({ min: 5, max: 120 }),
+  // Workers since the preparation scan (true) and before it (false).
+  scanOnPrepare: fc.boolean(),
   bumps: fc.array(fc.record({ atMs: fc.integer({ min: 0, max: 120 * MIN }), kind: fc.constantFrom('optimize' as const, 'index' as const, 'gc' as const) }), { maxLength: 3 }),
 });
 type Writers = typeof writersArb extends fc.Arbitrary<infer T> ? T : never;
@@ -36,6 +38,7 @@ function config(w: Writers, extra: Partial<SimConfig>): SimConfig {
     endMs: stopMs + 3 * maxSnapshotSecs(w.policy) * 1000,
     ...w.durations,
     snapshotMs: SCAN,
+    scanOnPrepare: w.scanOnPrepare,
     arrivals: [{ everyMs: w.everyMs, deliveryDelayMs: w.delayMs, lostProb: w.lostProb, stopMs }],
     operator: w.bumps.map((b) => ({
       atMs: b.atMs,
@@ -87,7 +90,7 @@ describe('idle-cost properties over simulated runs', () => {
     expect(recoveredLate).toBeGreaterThan(50);
   });
 
-  it('after a demand signal a scan starts within snapshotIntervalSecs (+ one scan)', async () => {
+  it('after a demand signal a scan starts within snapshotIntervalSecs (+ one scan), or a preparation begun since then scanned', async () => {
     await fc.assert(
       fc.asyncProperty(writersArb, async (w) => {
         await yieldToRunner();
@@ -95,9 +98,13 @@ describe('idle-cost properties over simulated runs', () => {
         let pendingSince: number | null = null;
         runSimulation(
           config(w, {
-            onStep: ({ event, decisions, nowMs }) => {
+            onStep: ({ event, decisions, nowMs, before }) => {
               if (event.type === 'demand' && pendingSince === null) pendingSince = nowMs;
               if (decisions.some((d) => d.type === 'snapshot')) pendingSince = null;
+              if (event.type === 'prepared' && event.scan && pendingSince !== null) {
+                const u = before.units.find((x) => x.id === event.unitId);
+                if (u && u.createdAtMs >= pendingSince) pendingSince = null;
+              }
               ensure(pendingSince === null || nowMs <= pendingSince + boundMs, `no scan ${nowMs - (pendingSince ?? 0)} ms after a demand (bound ${boundMs})`);
             },
           }),
@@ -126,7 +133,8 @@ describe('idle-cost properties over simulated runs', () => {
   });
 
   it('snapshotMaxIntervalSecs = snapshotIntervalSecs with periodicWhenIdle reproduces the old core decision for decision', async () => {
-    const arb = writersArb.map((w) => ({ ...w, lostProb: 0, policy: { ...w.policy, snapshotMaxIntervalSecs: w.policy.snapshotIntervalSecs, periodicWhenIdle: true } }));
+    // Without preparation scans: those are new in the adaptive core only.
+    const arb = writersArb.map((w) => ({ ...w, lostProb: 0, scanOnPrepare: false, policy: { ...w.policy, snapshotMaxIntervalSecs: w.policy.snapshotIntervalSecs, periodicWhenIdle: true } }));
     await fc.assert(
       fc.asyncProperty(arb, fc.constantFrom(0, 0.3), async (w, fail) => {
         await yieldToRunner();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { carryOver, initialState, upgradeState, type CarriedState } from '../../src/policy';
-import type { Decision, Policy, TableState } from '../../src/policy/types';
+import type { Decision, Policy, PolicyEvent, TableState } from '../../src/policy/types';
 import { committed, demand, Driver, prepared, prepares, simPolicy, wakeAts } from './helpers';
 
 // The idle-cost rules of src/policy/idle.ts, example by example. The properties over
@@ -92,6 +92,86 @@ describe('adaptive snapshot period', () => {
     d.at(195_000).send(committed('merge/s0', 2));
     expect(d.state.snapshotEverySecs).toBe(60);
     expect(d.state.dueAtMs.snapshot).toBe(255_000);
+  });
+
+  /** A merge preparation's result carrying the scan it made on the way out. */
+  const preparedWithScan = (unitId: string, shards: { shard: string; sealedThroughSeq: number; revision: number }[]): PolicyEvent => ({
+    ...(prepared(unitId) as Extract<PolicyEvent, { type: 'prepared' }>),
+    scan: { revision: shards.reduce((n, s) => n + s.revision, 0), shards },
+  });
+
+  it('a table merging steadily needs no snapshot activity: each preparation scans on the way out', () => {
+    const d = fresh();
+    d.send({ type: 'timer' });
+    d.send({ type: 'snapshot', revision: 0, shards: [] });
+    const before = d.decisions.length;
+    for (let seq = 1; seq <= 30; seq++) {
+      const t = seq * MIN;
+      // Whatever timer is due by then fires first, as it would on a real table.
+      const due = wakeAts(d.decisions).at(-1)?.atMs ?? Infinity;
+      if (due <= t) d.at(due).send({ type: 'timer' });
+      d.at(t).send(demand('s0', seq));
+      d.at(t + 1000).send(preparedWithScan('merge/s0', [{ shard: 's0', sealedThroughSeq: seq, revision: seq }, { shard: 's1', sealedThroughSeq: 0, revision: 0 }]));
+      d.at(t + 2000).send(committed('merge/s0', seq + 1));
+    }
+    expect(snapshots(d.decisions.slice(before))).toBe(0);
+    // Without the scans (an older worker) the same table scans about once a minute.
+    const old = fresh();
+    old.send({ type: 'timer' });
+    old.send({ type: 'snapshot', revision: 0, shards: [] });
+    let scans = 0;
+    for (let seq = 1; seq <= 30; seq++) {
+      const t = seq * MIN;
+      const due = wakeAts(old.decisions).at(-1)?.atMs ?? Infinity;
+      if (due <= t) scans += snapshots(old.at(due).send({ type: 'timer' }));
+      if (old.state.snapshotInFlight) old.send({ type: 'snapshot', revision: seq - 1, shards: [{ shard: 's0', sealedThroughSeq: seq - 1, revision: seq - 1 }] });
+      old.at(t).send(demand('s0', seq));
+      old.at(t + 1000).send(prepared('merge/s0'));
+      old.at(t + 2000).send(committed('merge/s0', seq + 1));
+    }
+    expect(scans).toBeGreaterThan(20);
+  });
+
+  it("a preparation's scan finds a seal whose signal was lost, and the period goes back to the short one", () => {
+    const d = fresh();
+    d.send({ type: 'timer' });
+    idleUntil(d, 20 * MIN);
+    d.at(20 * MIN).send(demand('s0', 1));
+    // Another writer sealed s1 seq 1..3 and died before signalling.
+    const ds = d.at(20 * MIN + 500).send(preparedWithScan('merge/s0', [{ shard: 's0', sealedThroughSeq: 1, revision: 1 }, { shard: 's1', sealedThroughSeq: 3, revision: 3 }]));
+    expect(d.state.shards.find((s) => s.shard === 's1')!.sealedThroughSeq).toBe(3);
+    expect(prepares(ds).map((p) => p.unit.id)).toContain('merge/s1');
+    expect(d.state.snapshotEverySecs).toBe(60);
+    expect(d.state.dueAtMs.snapshot).toBe(21 * MIN + 500);
+  });
+
+  it('a scan is not quiet if something happened after its preparation began: the period stays short', () => {
+    const d = fresh();
+    d.send({ type: 'timer' });
+    idleUntil(d, 20 * MIN);
+    d.at(20 * MIN).send(demand('s0', 1));
+    d.at(20 * MIN + 300).send({ type: 'pause', kind: 'gc' });
+    d.at(20 * MIN + 500).send(preparedWithScan('merge/s0', [{ shard: 's0', sealedThroughSeq: 1, revision: 1 }]));
+    expect(d.state.dueAtMs.snapshot).toBe(21 * MIN);
+    // The same scan with nothing after the preparation began: quiet, so the period doubles.
+    const q = fresh();
+    q.send({ type: 'timer' });
+    idleUntil(q, 20 * MIN);
+    q.at(20 * MIN).send(demand('s0', 1));
+    q.at(20 * MIN + 500).send(preparedWithScan('merge/s0', [{ shard: 's0', sealedThroughSeq: 1, revision: 1 }]));
+    expect(q.state.snapshotEverySecs).toBe(120);
+    expect(q.state.dueAtMs.snapshot).toBe(22 * MIN + 500);
+  });
+
+  it('a scan that arrives while a snapshot runs leaves the rescheduling to that snapshot', () => {
+    const d = fresh();
+    d.send({ type: 'timer' });
+    d.at(1000).send(demand('s0', 1));
+    expect(d.state.snapshotInFlight).toBe(true);
+    const due = d.state.dueAtMs.snapshot;
+    d.at(1500).send(preparedWithScan('merge/s0', [{ shard: 's0', sealedThroughSeq: 1, revision: 1 }]));
+    expect(d.state.dueAtMs.snapshot).toBe(due);
+    expect(d.state.snapshotInFlight).toBe(true);
   });
 
   it('snapshotMaxIntervalSecs below snapshotIntervalSecs means a fixed period', () => {

@@ -61,6 +61,7 @@ interface Base {
   optimizeEverySecs: number | undefined;
   needsCommit: number;
   minutes: number;
+  scanOnPrepare: boolean;
 }
 
 const baseArb: fc.Arbitrary<Base> = fc.record({
@@ -74,6 +75,7 @@ const baseArb: fc.Arbitrary<Base> = fc.record({
   optimizeEverySecs: fc.option(fc.integer({ min: 5, max: 120 }), { nil: undefined }),
   needsCommit: fc.constantFrom(0.5, 1),
   minutes: fc.integer({ min: 2, max: 8 }),
+  scanOnPrepare: fc.boolean(),
 });
 
 function config(b: Base, extra: Partial<SimConfig>): SimConfig {
@@ -84,6 +86,7 @@ function config(b: Base, extra: Partial<SimConfig>): SimConfig {
     endMs: b.minutes * MIN,
     ...b.durations,
     snapshotMs: [50, 2_000],
+    scanOnPrepare: b.scanOnPrepare,
     arrivals: [{ everyMs: b.everyMs, deliveryDelayMs: b.delayMs, duplicateProb: b.duplicateProb }],
     optimizeEverySecs: b.optimizeEverySecs,
     needsCommit: { optimize: b.needsCommit, index: b.needsCommit, gc: b.needsCommit },
