@@ -1,5 +1,6 @@
 import { arrow, CorruptArrowFileError, readIpcFile, type ArrowTable } from '../src/storage/arrow';
 import { conditionalUpsert, openLanceTable, openOrCreateLanceTable } from '../src/storage/lance-table';
+import { readSealed } from '../src/storage/generation-store';
 import { readTableMeta } from '../src/storage/table-meta';
 import { commitReservation, withReservation } from './admission';
 import type { CommitMergeInput, CommitResult, PreparedMerge } from './contract';
@@ -37,15 +38,35 @@ async function readPrepared(deps: ActivityDeps, input: CommitMergeInput, p: Prep
 
 export function makeCommitMerge(deps: ActivityDeps) {
   return async function commitMerge(input: CommitMergeInput): Promise<CommitResult> {
+    // Issue 8: held while it commits; a direct merge's bytes are its generation's size.
     const bytes = [input.prepared, ...(input.more ?? [])].reduce((n, p) => n + p.bytes, 0);
-    return withReservation(deps, commitReservation(bytes), () => commit(deps, input, new ProgressReporter('commitMerge', deps.faults)));
+    const r = await withReservation(deps, commitReservation(bytes), () => commit(deps, input, new ProgressReporter('commitMerge', deps.faults)));
+    // A scan of every shard on the way out, as a preparation makes (prepare-merge.ts):
+    // a direct merge has no preparation to make it.
+    return { ...r, scan: await readSealed(deps.dataRoot, input.table) };
   };
+}
+
+/**
+ * A direct merge (one small generation, no preparation activity; src/policy/units.ts):
+ * its preparation runs here, in the turn. For a generation of distinct keys that is
+ * reading and checking the file; repeated keys are reduced to the newest row each.
+ */
+async function prepareDirect(deps: ActivityDeps, input: CommitMergeInput, p: PreparedMerge, progress: ProgressReporter): Promise<ArrowTable> {
+  const done = await prepare(deps, { table: input.table, key: input.key, shard: p.shard, fromSeq: p.fromSeq, toSeq: p.toSeq }, progress);
+  if (!done.preparedPath) return new arrow.Table();
+  return deps.preparedCache?.take(done.preparedPath) ?? (await readIpcFile(done.preparedPath));
 }
 
 /** Reads every batch of the turn (from this worker's memory when it prepared them) as one table. */
 async function readBatches(deps: ActivityDeps, input: CommitMergeInput, all: PreparedMerge[], progress: ProgressReporter): Promise<ArrowTable> {
   const tables: ArrowTable[] = [];
   for (const p of all) {
+    if (p.direct) {
+      const t = await prepareDirect(deps, input, p, progress);
+      if (t.numRows > 0) tables.push(t);
+      continue;
+    }
     if (!p.preparedPath || p.rows === 0) continue;
     const t = deps.preparedCache?.take(p.preparedPath) ?? (await readPrepared(deps, input, p, progress));
     if (t.numRows > 0) tables.push(t);

@@ -47,6 +47,8 @@ export interface CommitResult {
   rows: number;
   /** Time spent inside the Lance call that commits (ms). */
   lanceMs?: number;
+  /** A merge's commit: the store as it saw it when it ended (the table counts it as a snapshot). */
+  scan?: SnapshotResult;
 }
 
 export interface PlanOptimizeInput extends TableRef {

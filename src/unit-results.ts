@@ -30,6 +30,11 @@ export interface PreparedMerge {
    * batches committed together in one turn stay within it. Absent without a budget.
    */
   maxBatchBytes?: number;
+  /**
+   * Not prepared: a single small generation whose commit reads, checks and deduplicates
+   * it itself (policy directMergeMaxBytes); preparedPath is null, rows 0, bytes its size.
+   */
+  direct?: boolean;
 }
 
 export interface PrepareTimings {

@@ -10,7 +10,11 @@ const seq = (what: string) =>
   z.number({ invalid_type_error: `${what} must be an integer >= 0` }).int({ message: `${what} must be an integer >= 0` }).min(0, { message: `must be an integer >= 0` });
 const shard = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/, { message: 'must be 1-32 of a-z, 0-9, "_" or "-"' });
 
-export const demandSchema = z.object({ shard, sealedThroughSeq: seq('sealedThroughSeq'), revision: seq('revision') }).strict();
+// bytes: the size of generation sealedThroughSeq (lets a small one merge without a
+// preparation activity; policy directMergeMaxBytes). Optional: older writers omit it.
+export const demandSchema = z
+  .object({ shard, sealedThroughSeq: seq('sealedThroughSeq'), revision: seq('revision'), bytes: seq('bytes').max(Number.MAX_SAFE_INTEGER, { message: 'must be an integer >= 0' }).optional() })
+  .strict();
 export type Demand = z.infer<typeof demandSchema>;
 /** Several shards' demand in one signal: what a writer's DemandSender sends. */
 export const demandsSchema = z.array(demandSchema).min(1).max(1000);

@@ -170,7 +170,7 @@ export async function commitUnit(st: TableState, unit: Unit, why: string, riders
         break;
       }
     }
-    return { type: 'committed', unitId: unit.id, version: r.version, rows: r.rows, attempts: 1 };
+    return { type: 'committed', unitId: unit.id, version: r.version, rows: r.rows, attempts: 1, ...(r.scan ? { scan: r.scan } : {}) };
   } catch (err) {
     if (notTaken(err)) return { type: 'noHeadroom', unitId: unit.id, bytes: commitBytes(unit, riders) };
     return { type: 'commitFailed', unitId: unit.id, ...classify(err) };

@@ -77,9 +77,9 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
     if (!policy.ok) throw ApplicationFailure.nonRetryable(`policy: ${policy.error}`, 'InvalidPolicy');
     st = initialState({ table: args.table, key: args.key, shards: args.shards, policy: policy.policy, nowMs: Date.now(), adaptive });
   }
-  // Grouped merge commits (src/policy/evaluate.ts) and pipelined merges (units.ts)
+  // Grouped merge commits (src/policy/evaluate.ts), pipelined and direct merges (units.ts)
   // change which activities a run schedules, so runs recorded before them replay without.
-  st = { ...st, groupMerges: patched('group-merge-commits'), pipelineMerges: patched('pipelined-merges') };
+  st = { ...st, groupMerges: patched('group-merge-commits'), pipelineMerges: patched('pipelined-merges'), directMerges: patched('direct-merges') };
   // Signals checked against the table, and awaitMerged answered within a bound (issue 11,
   // "hostile clients"): the bound arms a timer, so runs recorded before it replay without.
   const hostileChecks = patched('hostile-clients');

@@ -103,6 +103,8 @@ function ridersOf(state: TableState): Unit[] {
 function onCommitted(state: TableState, e: Ev<'committed'>, nowMs: number): void {
   const u = holder(state, e.unitId);
   if (!u) return;
+  // Folded first: the commit began at the grant, and its scan came after that.
+  if (e.scan) onScan(state, e.scan, nowMs, state.turn?.sinceMs ?? -Infinity);
   const riders = ridersOf(state);
   state.turn = null;
   state.counters.turns[u.kind]++;
@@ -112,8 +114,8 @@ function onCommitted(state: TableState, e: Ev<'committed'>, nowMs: number): void
   finish(state, u, nowMs, e.rows ?? 0, prevVersion);
   for (const r of riders) finish(state, r, nowMs, 0, prevVersion);
   // A merge is activity: a writer is about, so a lost signal is looked for soon, unless
-  // its preparation's scan already looked, after the demand that made it.
-  if (u.kind === 'merge' && !u.scanned) snapshotSoon(state, nowMs);
+  // its preparation's or its commit's scan already looked, after the demand that made it.
+  if (u.kind === 'merge' && !u.scanned && !e.scan) snapshotSoon(state, nowMs);
 }
 
 function backOff(state: TableState, u: Unit, nowMs: number, error: string): void {
@@ -234,7 +236,7 @@ function onSnapshot(state: TableState, e: Ev<'snapshot'>, nowMs: number): void {
 }
 
 /**
- * A scan that rode on a merge's preparation (`sinceMs`: when that preparation was
+ * A scan that rode on a merge's preparation or commit (`sinceMs`: when that activity was
  * decided): the same scan a snapshot makes, so it counts as one and the next snapshot
  * moves out; a table that merges steadily then runs no snapshot activity (and no
  * workflow tasks for one). It counts as quiet only if nothing happened after the
@@ -261,7 +263,7 @@ function operator(state: TableState, nowMs: number, apply: () => void): void {
 export function applyEvent(state: TableState, e: PolicyEvent, nowMs: number): void {
   switch (e.type) {
     case 'demand':
-      foldDemand(state, e.shard, e.sealedThroughSeq, e.revision);
+      foldDemand(state, e.shard, e.sealedThroughSeq, e.revision, e.bytes);
       return snapshotSoon(state, nowMs);
     case 'snapshot':
       return onSnapshot(state, e, nowMs);

@@ -22,14 +22,21 @@ function raise(s: ShardState, seq: number, revision: number): void {
   if (seq > s.sealedThroughSeq) {
     s.sealedThroughSeq = seq;
     s.sealedRevision = revision;
+    delete s.sealedBytes;
   } else if (seq === s.sealedThroughSeq && revision > s.sealedRevision) {
     s.sealedRevision = revision;
   }
 }
 
-export function foldDemand(state: TableState, shard: string, seq: number, revision: number): void {
+/**
+ * `bytes`: the size of generation `seq` (a fact about that file, so every demand for
+ * it says the same): known while `seq` is the newest sealed, in any order of events.
+ */
+export function foldDemand(state: TableState, shard: string, seq: number, revision: number, bytes?: number): void {
   if (!valid(seq, revision)) return;
-  raise(shardOf(state, shard), seq, revision);
+  const s = shardOf(state, shard);
+  raise(s, seq, revision);
+  if (bytes !== undefined && Number.isSafeInteger(bytes) && bytes >= 0 && s.sealedThroughSeq === seq) s.sealedBytes = bytes;
 }
 
 export function foldSnapshot(
@@ -52,6 +59,7 @@ export function foldSnapshot(
       // Merged generations stay merged: the watermark never drops below them.
       s.sealedThroughSeq = Math.max(e.sealedThroughSeq, s.mergedThroughSeq);
       s.sealedRevision = e.revision;
+      delete s.sealedBytes;
     }
   }
 }

@@ -12,7 +12,7 @@ const marks = (done: number | null): TableState['periodic'] => {
 };
 
 /** `adaptive` false only for replays of runs recorded before the idle-cost rules (see idle.ts). */
-export function initialState(args: { table: string; key: string; shards: string[]; policy: Policy; nowMs: number; adaptive?: boolean; groupMerges?: boolean; pipelineMerges?: boolean }): TableState {
+export function initialState(args: { table: string; key: string; shards: string[]; policy: Policy; nowMs: number; adaptive?: boolean; groupMerges?: boolean; pipelineMerges?: boolean; directMerges?: boolean }): TableState {
   const { policy, nowMs } = args;
   const names = [...new Set(args.shards)].sort(byName);
   return {
@@ -39,6 +39,7 @@ export function initialState(args: { table: string; key: string; shards: string[
     writePressure: 0,
     groupMerges: args.groupMerges ?? true,
     pipelineMerges: args.pipelineMerges ?? true,
+    directMerges: args.directMerges ?? true,
     adaptive: args.adaptive ?? true,
     // Nothing has happened on a new table yet, so there is no burst of seals whose last
     // signal might be lost: it starts at the long period. Its first snapshot (now) or

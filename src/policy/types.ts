@@ -32,6 +32,11 @@ export interface Policy {
   maxWriteDelayMs: number;
   /** At most this many units of one table prepare at once. */
   maxConcurrentPreparations: number;
+  /**
+   * A merge of one generation no bigger than this (bytes, as its writer reported) gets
+   * no preparation activity: its commit reads and checks the file (0 = always prepare).
+   */
+  directMergeMaxBytes: number;
   /** Period of the generation-store snapshot that can correct watermarks, right after activity. */
   snapshotIntervalSecs: number;
   /**
@@ -65,6 +70,8 @@ export interface ShardState {
   mergedThroughSeq: number;
   /** Set when this shard's merge is held (e.g. a corrupt generation); cleared by `resume`. */
   heldReason: string | null;
+  /** Size of generation sealedThroughSeq, when a demand reported it (a snapshot does not). */
+  sealedBytes?: number;
 }
 
 export type UnitState = 'preparing' | 'ready' | 'committing' | 'backoff';
@@ -218,6 +225,11 @@ export interface TableState {
    */
   pipelineMerges?: boolean;
   /**
+   * Whether a small single-generation merge may skip its preparation (policy
+   * directMergeMaxBytes; units.ts). Off while replaying runs recorded before it.
+   */
+  directMerges?: boolean;
+  /**
    * false only while replaying runs recorded before the idle-cost rules existed (the
    * workflow's patch `idle-cost`): fixed snapshot period, periodic kinds due every period,
    * so those histories see the decisions they recorded.
@@ -248,12 +260,14 @@ export interface StoreScan {
 }
 
 export type PolicyEvent =
-  | { type: 'demand'; shard: string; sealedThroughSeq: number; revision: number }
+  /** bytes: the size of generation sealedThroughSeq, when the writer reports it. */
+  | { type: 'demand'; shard: string; sealedThroughSeq: number; revision: number; bytes?: number }
   | ({ type: 'snapshot' } & StoreScan)
   | { type: 'snapshotFailed'; error: string }
   | PreparedEvent
   | { type: 'prepareFailed'; unitId: string; error: string; retryable: boolean; stalled: boolean }
-  | { type: 'committed'; unitId: string; version: number; rows?: number; attempts: number }
+  /** scan: the store as a merge's commit saw it when it ended (it counts as a snapshot). */
+  | { type: 'committed'; unitId: string; version: number; rows?: number; attempts: number; scan?: StoreScan }
   | { type: 'commitFailed'; unitId: string; error: string; retryable: boolean; stalled: boolean }
   /**
    * The turn holder's commit was taken by no worker within commitAdmissionWaitSecs:

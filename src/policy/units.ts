@@ -82,13 +82,48 @@ export function newUnit(w: Wanted, nowMs: number): Unit {
 
 export const preparingCount = (state: TableState): number => state.units.filter((u) => u.state === 'preparing').length;
 
-/** Creates the units that may start preparing now (adds them to state) and returns them. */
+/**
+ * The size of a merge's one generation when it needs no preparation activity: a single
+ * seq, the newest sealed, whose writer reported its bytes, within directMergeMaxBytes.
+ * Preparing it would read the file, find it is its own newest row per key, and hand
+ * the commit its path: that costs an activity and a workflow task for a few ms of work,
+ * which the commit then does itself (reading, checking and, if keys repeat, keeping the
+ * newest row of each; activities/commit-merge.ts). Bigger generations prepare as
+ * before, outside the turn.
+ */
+function directBytes(state: TableState, w: Wanted): number | null {
+  if (!state.directMerges || w.kind !== 'merge' || w.fromSeq !== w.toSeq) return null;
+  const s = state.shards.find((x) => x.shard === w.shard);
+  if (!s || s.sealedThroughSeq !== w.toSeq || s.sealedBytes === undefined || s.sealedBytes > state.policy.directMergeMaxBytes) return null;
+  return s.sealedBytes;
+}
+
+/** A unit created commit-ready, with the generation itself as its batch. */
+function makeDirect(u: Unit, bytes: number, nowMs: number): void {
+  if (u.kind !== 'merge') return;
+  u.state = 'ready';
+  u.readySinceMs = nowMs;
+  u.reservedBytes = bytes;
+  u.prepared = { shard: u.shard, fromSeq: u.fromSeq, toSeq: u.toSeq, preparedPath: null, rows: 0, bytes, attempt: 1, resumedFromFile: 0, resumedVia: null, direct: true };
+}
+
+/**
+ * Creates the units that may start now (adds them to state) and returns those that
+ * prepare; a direct merge (directBytes) is created commit-ready and takes no slot.
+ */
 export function createUnits(state: TableState, nowMs: number): Unit[] {
   let free = state.policy.maxConcurrentPreparations - preparingCount(state);
   const created: Unit[] = [];
   for (const w of wantedUnits(state, nowMs)) {
-    if (free <= 0) break;
     if (blockedByOperator(state, w) !== null) continue;
+    const direct = directBytes(state, w);
+    if (direct !== null) {
+      const u = newUnit(w, nowMs);
+      makeDirect(u, direct, nowMs);
+      state.units.push(u);
+      continue;
+    }
+    if (free <= 0) continue;
     const u = newUnit(w, nowMs);
     if (isPeriodic(u.kind)) markPlanned(state, u.kind);
     state.units.push(u);

@@ -17,6 +17,7 @@ export function simPolicy(overrides: Partial<Policy> = {}): Policy {
     hardBacklog: 1000,
     maxWriteDelayMs: 2000,
     maxConcurrentPreparations: 4,
+    directMergeMaxBytes: 1_048_576,
     snapshotIntervalSecs: 60,
     snapshotMaxIntervalSecs: 900,
     periodSecs: { optimize: 300, index: 600, gc: 900 },

@@ -78,8 +78,8 @@ class Simulation {
   private handle(item: Item): void {
     switch (item.t) {
       case 'deliver':
-        // A preparation's scan sees the store as it is when the preparation ends.
-        if (item.event.type === 'prepared' && item.event.kind === 'merge' && this.cfg.scanOnPrepare) return this.feed({ ...item.event, scan: this.scan() });
+        // A merge's preparation and commit scan the store as it is when they end.
+        if (this.cfg.scanOnPrepare && scans(item.event)) return this.feed({ ...item.event, scan: this.scan() });
         return this.feed(item.event);
       case 'timer':
         if (item.token === this.timerToken) this.feed({ type: 'timer' });
@@ -110,7 +110,7 @@ class Simulation {
     this.sealed[shard] = seq;
     const revision = ++this.revision;
     this.sealRevision[shard] = revision;
-    const event: PolicyEvent = { type: 'demand', shard, sealedThroughSeq: seq, revision };
+    const event: PolicyEvent = { type: 'demand', shard, sealedThroughSeq: seq, revision, ...(p.bytesPerGeneration !== undefined ? { bytes: p.bytesPerGeneration } : {}) };
     const lost = chance(this.rng, p.lostProb);
     this.cfg.onSeal?.({ shard, seq, atMs: this.now, lost });
     if (!lost) {
@@ -216,6 +216,9 @@ class Simulation {
     this.later(ms, { type: 'committed', unitId: u.id, version: ++this.version, rows, attempts: 1 });
   }
 }
+
+const scans = (e: PolicyEvent): e is Extract<PolicyEvent, { type: 'prepared' | 'committed' }> =>
+  (e.type === 'prepared' && e.kind === 'merge') || (e.type === 'committed' && e.unitId.startsWith('merge/'));
 
 export function runSimulation(cfg: SimConfig): SimResult {
   return new Simulation(cfg).run();

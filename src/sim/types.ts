@@ -16,6 +16,8 @@ export interface ArrivalProcess {
   /** Probability that a seal's demand is never delivered (its writer died between seal and signal). */
   lostProb?: number;
   rowsPerGeneration?: number;
+  /** When set, demand events report this generation size (direct merges: policy directMergeMaxBytes). */
+  bytesPerGeneration?: number;
 }
 
 /** Failure probabilities of activities (checked in this order: fatal, retryable). */
@@ -74,7 +76,7 @@ export interface SimConfig {
   prepareFaults?: FaultRates;
   commitFaults?: FaultRates;
   snapshotFailProb?: number;
-  /** A merge's preparation scans the store when it ends, as the real one does (activities/prepare-merge.ts). */
+  /** A merge's preparation and commit scan the store when they end, as the real ones do (activities/prepare-merge.ts, commit-merge.ts). */
   scanOnPrepare?: boolean;
   operator?: OperatorAction[];
   /** Record backlog and pressure every this many ms. */

@@ -19,6 +19,8 @@ export interface Demand {
   shard: string;
   sealedThroughSeq: number;
   revision: number;
+  /** Size of that generation's file (a small one merges without a preparation activity). */
+  bytes?: number;
 }
 
 export interface WriteGenerationOptions {
@@ -69,7 +71,7 @@ export async function writeGeneration(opts: WriteGenerationOptions): Promise<Wri
   const result: WriteGenerationResult = { ...sealed, delayedMs };
   if (opts.signal) {
     try {
-      const answer = await opts.signal({ shard: opts.shard, sealedThroughSeq: sealed.seq, revision: sealed.revision });
+      const answer = await opts.signal({ shard: opts.shard, sealedThroughSeq: sealed.seq, revision: sealed.revision, bytes: sealed.bytes });
       if (answer) result.pressure = answer;
     } catch (err) {
       result.signalError = err instanceof Error ? err.message : String(err);

@@ -94,7 +94,7 @@ describe('commitMerge', () => {
     await sealMany(f, 's0', 1, 10, [0, 99]);
     const { version } = await prepareAndCommit(f, 's0', 1, 1);
     const empty = { shard: 's0', fromSeq: 2, toSeq: 2, preparedPath: null, rows: 0, bytes: 0, attempt: 1, resumedFromFile: 0, resumedVia: null } as const;
-    expect(await commit(empty)).toEqual({ version, rows: 0 });
+    expect(await commit(empty)).toMatchObject({ version, rows: 0 });
   });
 
   it('heartbeats the bounded mergeInsert step with its deadline', async () => {
@@ -174,6 +174,34 @@ describe('commitMerge', () => {
     const again = await run(createActivities({ dataRoot: f.root }).commitMerge, [{ table: f.table, key: 'id', prepared: a, more: [b] }]);
     expect(again.rows).toBe(0);
     expect(await tableRows(f)).toEqual(rows);
+  });
+
+  it('a direct merge (no preparation) reads, checks and deduplicates its generation itself, with the result a prepared one gives', async () => {
+    const { sealGeneration } = await import('../../src/storage/generation-store');
+    const rows = [{ id: 2, value: 'a', n: 1 }, { id: 4, value: 'b', n: 1 }, { id: 2, value: 'a-later', n: 2 }];
+    const ids = (await import('../../src/writer')).generateRows({ keys: [0, 200], shard: 's0', shards: f.shards, count: 2 }).map((r) => r.id);
+    const routed = rows.map((r) => ({ ...r, id: r.id === 2 ? ids[0]! : ids[1]! }));
+    const sealed = await sealGeneration(f.root, f.table, 's0', routed);
+    const direct = { shard: 's0', fromSeq: 1, toSeq: 1, preparedPath: null, rows: 0, bytes: sealed.bytes, attempt: 1, resumedFromFile: 0, resumedVia: null, direct: true };
+    const r = await run(f.acts.commitMerge, [{ table: f.table, key: 'id', prepared: direct }]);
+    expect(r.rows).toBe(2);
+    expect((await tableRows(f)).map((x) => [Number(x.id), x.value])).toEqual([[ids[0], 'a-later'], [ids[1], 'b']].sort((a, b) => Number(a[0]) - Number(b[0])));
+    // Applying it again changes nothing, and a scan of every shard comes back.
+    const again = await run(f.acts.commitMerge, [{ table: f.table, key: 'id', prepared: direct }]);
+    expect(again.rows).toBe(0);
+    expect(again.scan?.shards.map((x) => [x.shard, x.sealedThroughSeq])).toEqual([['s0', 1], ['s1', 0]]);
+  });
+
+  it('a direct merge of a damaged generation fails non-retryably naming the file, as its preparation would', async () => {
+    const { sealGeneration } = await import('../../src/storage/generation-store');
+    const sealed = await sealGeneration(f.root, f.table, 's0', (await import('../../src/writer')).generateRows({ keys: [0, 200], shard: 's0', shards: f.shards, count: 5 }));
+    const fs = await import('node:fs');
+    fs.truncateSync(sealed.path, 40);
+    const direct = { shard: 's0', fromSeq: 1, toSeq: 1, preparedPath: null, rows: 0, bytes: sealed.bytes, attempt: 1, resumedFromFile: 0, resumedVia: null, direct: true };
+    const err = await run(f.acts.commitMerge, [{ table: f.table, key: 'id', prepared: direct }]).then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect((err as ApplicationFailure).nonRetryable).toBe(true);
+    expect((err as ApplicationFailure).message).toContain(sealed.path);
   });
 
   it('two batches of one shard in one commit are refused', async () => {

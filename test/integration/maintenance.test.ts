@@ -89,7 +89,8 @@ test('frozen progress in prepareMerge is detected within stallSecs + one heartbe
   const freeze = freezeFirst((p) => p.activity === 'prepareMerge' && p.phase === 'read');
   const hh = await startHarness({ name: 'stallprep', deps: { faults: { freezeProgress: freeze.hook } } });
   harnesses.push(hh);
-  const { table, writer, handle } = await newTable(hh, 'stallprep', 2, { ...QUIET, stallSecs: { read: stallSecs, encode: stallSecs, commit: 30 } });
+  // directMergeMaxBytes 0: small generations still get their preparation activity.
+  const { table, writer, handle } = await newTable(hh, 'stallprep', 2, { ...QUIET, stallSecs: { read: stallSecs, encode: stallSecs, commit: 30 }, directMergeMaxBytes: 0 });
   const load = new Load(writer, { rowsPerGeneration: 500, keySpan: 4000, pauseMs: 0 });
   await load.writeOne('s0');
   await eventually(async () => freeze.state.frozenAtMs > 0, 'the freeze');

@@ -110,7 +110,10 @@ test('pause --kind merge holds merges with a visible reason while optimize goes 
 
   // Another kind still takes turns while merges are paused.
   await h.tables.bump(table, { kind: 'optimize', class: 1, reason: 'other kinds go on' });
-  await eventually(async () => (await h.tables.status(table)).counters.turns.optimize >= 1, 'optimize while merge paused');
+  await eventually(async () => (await h.tables.status(table)).counters.turns.optimize >= 1, 'optimize while merge paused').catch(async (e) => {
+    console.log('status when optimize never took a turn:', JSON.stringify(await h.tables.status(table)).slice(0, 4000));
+    throw e;
+  });
   expect((await h.tables.status(table)).shards.map((s) => s.mergedThroughSeq)).toEqual([2, 2]);
 
   await h.tables.resume(table, { kind: 'merge' });
@@ -238,7 +241,8 @@ for (const cut of ['commitMerge', 'prepareMerge'] as const) {
       deps: { faults: { freezeProgress: (p) => (p.activity === cut && p.phase === phase && p.attempt === 1 ? new Promise<void>(() => {}) : undefined) } },
     });
     try {
-      const { table, writer, handle } = await newTable('graceful', { ...QUIET, stallSecs: { read: 120, encode: 120, commit: 120 }, commitRetryBaseSecs: 1 }, {}, slow);
+      // directMergeMaxBytes 0: the one small generation gets its preparation activity.
+      const { table, writer, handle } = await newTable('graceful', { ...QUIET, stallSecs: { read: 120, encode: 120, commit: 120 }, commitRetryBaseSecs: 1, directMergeMaxBytes: 0 }, {}, slow);
       const load = new Load(writer, { rowsPerGeneration: 100, keySpan: 1000, pauseMs: 0 });
       await load.writeOne('s0');
       // Started on A (the only worker so far), not merely scheduled: B must not get it.

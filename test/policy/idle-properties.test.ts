@@ -25,6 +25,8 @@ const writersArb = fc.record({
   minutes: fc.integer({ min: 5, max: 120 }),
   // Workers since the preparation scan (true) and before it (false).
   scanOnPrepare: fc.boolean(),
+  // Demands that report a small size make direct merges (no preparation activity).
+  bytes: fc.constantFrom(undefined, 1000),
   bumps: fc.array(fc.record({ atMs: fc.integer({ min: 0, max: 120 * MIN }), kind: fc.constantFrom('optimize' as const, 'index' as const, 'gc' as const) }), { maxLength: 3 }),
 });
 type Writers = typeof writersArb extends fc.Arbitrary<infer T> ? T : never;
@@ -39,7 +41,7 @@ function config(w: Writers, extra: Partial<SimConfig>): SimConfig {
     ...w.durations,
     snapshotMs: SCAN,
     scanOnPrepare: w.scanOnPrepare,
-    arrivals: [{ everyMs: w.everyMs, deliveryDelayMs: w.delayMs, lostProb: w.lostProb, stopMs }],
+    arrivals: [{ everyMs: w.everyMs, deliveryDelayMs: w.delayMs, lostProb: w.lostProb, stopMs, ...(w.bytes !== undefined ? { bytesPerGeneration: w.bytes } : {}) }],
     operator: w.bumps.map((b) => ({
       atMs: b.atMs,
       event: (nowMs: number): PolicyEvent => ({ type: 'bump', bump: { target: { kind: b.kind }, class: 2, reason: 'test', expiresAtMs: nowMs + MIN } }),
@@ -90,7 +92,7 @@ describe('idle-cost properties over simulated runs', () => {
     expect(recoveredLate).toBeGreaterThan(50);
   });
 
-  it('after a demand signal a scan starts within snapshotIntervalSecs (+ one scan), or a preparation begun since then scanned', async () => {
+  it('after a demand signal a scan starts within snapshotIntervalSecs (+ one scan), or a preparation or commit begun since then scanned', async () => {
     await fc.assert(
       fc.asyncProperty(writersArb, async (w) => {
         await yieldToRunner();
@@ -105,6 +107,7 @@ describe('idle-cost properties over simulated runs', () => {
                 const u = before.units.find((x) => x.id === event.unitId);
                 if (u && u.createdAtMs >= pendingSince) pendingSince = null;
               }
+              if (event.type === 'committed' && event.scan && pendingSince !== null && (before.turn?.sinceMs ?? -1) >= pendingSince) pendingSince = null;
               ensure(pendingSince === null || nowMs <= pendingSince + boundMs, `no scan ${nowMs - (pendingSince ?? 0)} ms after a demand (bound ${boundMs})`);
             },
           }),
@@ -134,7 +137,7 @@ describe('idle-cost properties over simulated runs', () => {
 
   it('snapshotMaxIntervalSecs = snapshotIntervalSecs with periodicWhenIdle reproduces the old core decision for decision', async () => {
     // Without preparation scans: those are new in the adaptive core only.
-    const arb = writersArb.map((w) => ({ ...w, lostProb: 0, scanOnPrepare: false, policy: { ...w.policy, snapshotMaxIntervalSecs: w.policy.snapshotIntervalSecs, periodicWhenIdle: true } }));
+    const arb = writersArb.map((w) => ({ ...w, lostProb: 0, scanOnPrepare: false, bytes: undefined, policy: { ...w.policy, snapshotMaxIntervalSecs: w.policy.snapshotIntervalSecs, periodicWhenIdle: true } }));
     await fc.assert(
       fc.asyncProperty(arb, fc.constantFrom(0, 0.3), async (w, fail) => {
         await yieldToRunner();

@@ -62,6 +62,8 @@ interface Base {
   needsCommit: number;
   minutes: number;
   scanOnPrepare: boolean;
+  /** Generation size the demands report (direct merges when small), or none. */
+  bytes: number | undefined;
 }
 
 const baseArb: fc.Arbitrary<Base> = fc.record({
@@ -76,6 +78,7 @@ const baseArb: fc.Arbitrary<Base> = fc.record({
   needsCommit: fc.constantFrom(0.5, 1),
   minutes: fc.integer({ min: 2, max: 8 }),
   scanOnPrepare: fc.boolean(),
+  bytes: fc.constantFrom(undefined, 1000, 10_000_000),
 });
 
 function config(b: Base, extra: Partial<SimConfig>): SimConfig {
@@ -87,7 +90,7 @@ function config(b: Base, extra: Partial<SimConfig>): SimConfig {
     ...b.durations,
     snapshotMs: [50, 2_000],
     scanOnPrepare: b.scanOnPrepare,
-    arrivals: [{ everyMs: b.everyMs, deliveryDelayMs: b.delayMs, duplicateProb: b.duplicateProb }],
+    arrivals: [{ everyMs: b.everyMs, deliveryDelayMs: b.delayMs, duplicateProb: b.duplicateProb, ...(b.bytes !== undefined ? { bytesPerGeneration: b.bytes } : {}) }],
     optimizeEverySecs: b.optimizeEverySecs,
     needsCommit: { optimize: b.needsCommit, index: b.needsCommit, gc: b.needsCommit },
     ...extra,

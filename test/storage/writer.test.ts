@@ -50,7 +50,8 @@ describe('writer', () => {
     });
     expect(slept).toEqual([100]);
     expect(r).toMatchObject({ seq: 1, revision: 1, delayedMs: 100, pressure: fresh });
-    expect(demands).toEqual([{ shard: 's2', sealedThroughSeq: 1, revision: 1 }]);
+    expect(demands).toEqual([{ shard: 's2', sealedThroughSeq: 1, revision: 1, bytes: r.bytes }]);
+    expect(r.bytes).toBeGreaterThan(0);
   });
 
   it('really waits (no injected sleep)', async () => {
