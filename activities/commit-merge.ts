@@ -2,6 +2,7 @@ import { arrow, CorruptArrowFileError, readIpcFile, type ArrowTable } from '../s
 import { conditionalUpsert, openLanceTable, openOrCreateLanceTable } from '../src/storage/lance-table';
 import { readSealed } from '../src/storage/generation-store';
 import { readTableMeta } from '../src/storage/table-meta';
+import { commitReservation, withReservation } from './admission';
 import type { CommitMergeInput, CommitResult, PreparedMerge } from './contract';
 import { mergeDeadlineMs } from './deadlines';
 import type { ActivityDeps } from './deps';
@@ -37,7 +38,9 @@ async function readPrepared(deps: ActivityDeps, input: CommitMergeInput, p: Prep
 
 export function makeCommitMerge(deps: ActivityDeps) {
   return async function commitMerge(input: CommitMergeInput): Promise<CommitResult> {
-    const r = await commit(deps, input, new ProgressReporter('commitMerge', deps.faults));
+    // Issue 8: held while it commits; a direct merge's bytes are its generation's size.
+    const bytes = [input.prepared, ...(input.more ?? [])].reduce((n, p) => n + p.bytes, 0);
+    const r = await withReservation(deps, commitReservation(bytes), () => commit(deps, input, new ProgressReporter('commitMerge', deps.faults)));
     // A scan of every shard on the way out, as a preparation makes (prepare-merge.ts):
     // a direct merge has no preparation to make it.
     return { ...r, scan: await readSealed(deps.dataRoot, input.table) };

@@ -1,3 +1,4 @@
+import type { AdmissionDeps } from './admission';
 import type { PreparedCache } from './prepared-cache';
 
 // What a worker hands its activities. Workers are stateless: everything durable is in
@@ -35,4 +36,8 @@ export interface ActivityDeps {
   prepareCheckpointSecs?: number;
   /** Prepared batches kept for their commit on this worker (createActivities makes one). */
   preparedCache?: PreparedCache;
+  /** Bytes of the prepared cache createActivities makes (default 256 MiB); a worker with a budget sets less. */
+  preparedCacheBytes?: number;
+  /** Admission by reserved bytes (activities/admission.ts); absent: activities run unreserved (tests). */
+  admission?: AdmissionDeps;
 }

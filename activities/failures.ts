@@ -14,7 +14,9 @@ export type FailureType =
   | 'CorruptPrepared'
   | 'TableNotFound'
   | 'InvalidInput'
-  | 'GcRefused';
+  | 'GcRefused'
+  /** A single generation whose merge needs more memory than any worker's budget (issue 8). */
+  | 'TooBig';
 
 /** `details` carries the fields a caller may branch on (the failure's type says which). */
 export const fail = (type: FailureType, message: string, ...details: unknown[]): ApplicationFailure => ApplicationFailure.nonRetryable(message, type, ...details);

@@ -1,3 +1,4 @@
+import { FIXED_RESERVATIONS, SMALL_BYTES, withReservation } from './admission';
 import { makeCommitMerge } from './commit-merge';
 import { makeCommitOptimize } from './commit-optimize';
 import type { ActivityDeps } from './deps';
@@ -11,7 +12,7 @@ import { makeSnapshot } from './snapshot';
 import { PreparedCache } from './prepared-cache';
 
 /** Prepared batches a worker keeps in memory for their commits (see prepared-cache.ts). */
-const PREPARED_CACHE_BYTES = 256 * 2 ** 20;
+export const PREPARED_CACHE_BYTES = 256 * 2 ** 20;
 
 export type { ActivityDeps, FaultHooks, FreezePoint } from './deps';
 export type { GcInput } from './gc';
@@ -19,16 +20,19 @@ export { activityInterceptors } from './interceptors';
 
 /** The activities a worker registers; names are the activity type names. */
 export function createActivities(input: ActivityDeps) {
-  const deps: ActivityDeps = { ...input, preparedCache: input.preparedCache ?? new PreparedCache(PREPARED_CACHE_BYTES) };
+  const deps: ActivityDeps = { ...input, preparedCache: input.preparedCache ?? new PreparedCache(input.preparedCacheBytes ?? PREPARED_CACHE_BYTES) };
+  // Merges reserve by their input (inside their own factories); the others a fixed size.
+  const fixed = <A, R>(name: string, fn: (a: A) => Promise<R>) => (a: A) => withReservation(deps, FIXED_RESERVATIONS[name] ?? SMALL_BYTES, () => fn(a));
   return {
-    snapshot: makeSnapshot(deps),
+    // A task-queue activity like the others (the local-activity version broke replay): a metadata scan.
+    snapshot: fixed('snapshot', makeSnapshot(deps)),
     prepareMerge: makePrepareMerge(deps),
     commitMerge: makeCommitMerge(deps),
-    planOptimize: makePlanOptimize(deps),
-    commitOptimize: makeCommitOptimize(deps),
-    planIndex: makePlanIndex(deps),
-    ensureIndex: makeEnsureIndex(deps),
-    planGc: makePlanGc(deps),
-    gc: makeGc(deps),
+    planOptimize: fixed('planOptimize', makePlanOptimize(deps)),
+    commitOptimize: fixed('commitOptimize', makeCommitOptimize(deps)),
+    planIndex: fixed('planIndex', makePlanIndex(deps)),
+    ensureIndex: fixed('ensureIndex', makeEnsureIndex(deps)),
+    planGc: fixed('planGc', makePlanGc(deps)),
+    gc: fixed('gc', makeGc(deps)),
   };
 }

@@ -4,6 +4,7 @@ import { readGcFloor } from '../src/storage/gc-floor';
 import { generationFile, parsePreparedName, preparedFile, tableLayout, type TableLayout } from '../src/storage/layout';
 import { storageOf } from '../src/storage/open-storage';
 import { readTableMeta } from '../src/storage/table-meta';
+import { boundMergeRange, prepareReservation, withReservation } from './admission';
 import type { PrepareMergeInput, PrepareMergeResult, PreparedMerge, PrepareTimings, Progress } from './contract';
 import type { ActivityDeps } from './deps';
 import { fail, isNotFound } from './failures';
@@ -72,7 +73,10 @@ async function readGeneration(file: string, shard: string, seq: number, sealedTh
 
 export function makePrepareMerge(deps: ActivityDeps) {
   return async function prepareMerge(input: PrepareMergeInput): Promise<PrepareMergeResult> {
-    const prepared = await prepare(deps, input, new ProgressReporter('prepareMerge', deps.faults));
+    // Issue 8: the range is cut to what fits a batch, and its reservation is held while it runs.
+    const bounded = await boundMergeRange(deps, input);
+    const p = await withReservation(deps, prepareReservation(bounded.bytes), () => prepare(deps, { ...input, toSeq: bounded.toSeq }, new ProgressReporter('prepareMerge', deps.faults)));
+    const prepared = bounded.maxBatchBytes === undefined ? p : { ...p, maxBatchBytes: bounded.maxBatchBytes };
     // A scan of every shard on the way out (a few small reads): the table counts it as a
     // snapshot, so a table that merges steadily needs no snapshot activity of its own.
     return { ...prepared, scan: await readSealed(deps.dataRoot, input.table) };

@@ -26,6 +26,11 @@ export interface PreparedMerge {
   /** Where this attempt's time went (ms), for benchmarks and operators. */
   timings?: PrepareTimings;
   /**
+   * The batch bound (generation bytes) of the fleet when it was prepared (issue 8): the
+   * batches committed together in one turn stay within it. Absent without a budget.
+   */
+  maxBatchBytes?: number;
+  /**
    * Not prepared: a single small generation whose commit reads, checks and deduplicates
    * it itself (policy directMergeMaxBytes); preparedPath is null, rows 0, bytes its size.
    */

@@ -53,4 +53,24 @@ describe('config loader', () => {
     expect(loadConfig({}, { temporal: { adress: 'x' } })).toEqual({ ok: false, error: 'temporal.adress: unknown key' });
     expect(loadConfig({}, { policy: { softBacklog: -1 } })).toEqual({ ok: false, error: 'policy.softBacklog: must be an integer in [0, 1000000]' });
   });
+
+  test('worker memory budget: byte counts and binary units, from the file or TURNSTILE_WORKER_MEMORY', () => {
+    const budget = (env: Record<string, string>, file?: unknown) => {
+      const r = loadConfig(env, file);
+      return r.ok ? r.config.worker.memoryBudgetBytes : r.error;
+    };
+    expect(budget({})).toBeUndefined(); // the worker then takes half the machine's memory
+    expect(budget({ TURNSTILE_WORKER_MEMORY: '512MiB' })).toBe(512 * 2 ** 20);
+    expect(budget({ TURNSTILE_WORKER_MEMORY: '2GiB' })).toBe(2 * 2 ** 30);
+    expect(budget({ TURNSTILE_WORKER_MEMORY: '1073741824' })).toBe(2 ** 30);
+    expect(budget({}, { worker: { memoryBudgetBytes: 1000 } })).toBe(1000);
+    expect(budget({ TURNSTILE_WORKER_MEMORY: '1.5 GiB' }, { worker: { memoryBudgetBytes: 1000 } })).toBe(1.5 * 2 ** 30);
+    for (const bad of ['0', '-1', '12XB', 'lots', '']) {
+      const got = budget({}, { worker: { memoryBudgetBytes: bad } });
+      expect(got).toBe(
+        `worker.memoryBudgetBytes: must be a byte count > 0 or a size like 512MiB or 2GiB (units B, KiB, MiB, GiB, TiB) (env TURNSTILE_WORKER_MEMORY); got ${JSON.stringify(bad)}`,
+      );
+    }
+    expect(budget({}, { worker: { memoryBudgetBytes: -1 } })).toContain('worker.memoryBudgetBytes: must be a byte count > 0');
+  });
 });

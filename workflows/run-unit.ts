@@ -3,6 +3,7 @@ import { ActivityFailure, ApplicationFailure, patched, proxyActivities, TimeoutF
 import type { createActivities } from '../activities';
 import type { CommitResult, PreparedMerge } from '../activities/contract';
 import type { PolicyEvent, TableState, Unit } from '../src/policy/types';
+import { commitReservation, FIXED_RESERVATIONS } from '../src/reservation-sizes';
 
 // Carries out the core's `prepare` and `commit` decisions: picks the activity of the
 // unit's kind, sets its timeouts from the policy, and turns its outcome back into an
@@ -38,9 +39,39 @@ function prepActivities(st: TableState, unit: Unit): Activities {
   });
 }
 
+/**
+ * Issue 8: a commit no worker takes within commitAdmissionWaitSecs (no worker has the
+ * memory headroom to poll) times out before it starts, and the shell hands the turn
+ * back (the core's noHeadroom event). Runs recorded before it keep their commands.
+ */
+function admissionWait(st: TableState): { scheduleToStartTimeout?: string } {
+  const secs = st.policy.commitAdmissionWaitSecs ?? 0;
+  return secs > 0 && patched('commit-admission-wait') ? { scheduleToStartTimeout: `${secs} s` } : {};
+}
+
+/** What the commit reserves of a worker's budget (src/reservation-sizes.ts), for "waiting for N MiB of headroom". */
+export function commitBytes(unit: Unit, riders: Unit[] = []): number {
+  switch (unit.kind) {
+    case 'merge':
+      return commitReservation([unit, ...riders].reduce((n, u) => n + (u.kind === 'merge' ? (u.prepared?.bytes ?? 0) : 0), 0));
+    case 'optimize':
+      return FIXED_RESERVATIONS.commitOptimize!;
+    case 'index':
+      return FIXED_RESERVATIONS.ensureIndex!;
+    case 'gc':
+      return FIXED_RESERVATIONS.gc!;
+  }
+}
+
+/** The commit was never started: no worker took it from the task queue in time. */
+function notTaken(err: unknown): boolean {
+  return err instanceof ActivityFailure && err.cause instanceof TimeoutFailure && err.cause.timeoutType === TimeoutType.SCHEDULE_TO_START;
+}
+
 function commitActivities(st: TableState, unit: Unit, summary: string): Activities {
   return proxyActivities<Activities>({
     ...namedId('commit', unit),
+    ...admissionWait(st),
     startToCloseTimeout: '2 hours',
     heartbeatTimeout: secs(st.policy.stallSecs.commit),
     retry: { maximumAttempts: 1 },
@@ -141,6 +172,7 @@ export async function commitUnit(st: TableState, unit: Unit, why: string, riders
     }
     return { type: 'committed', unitId: unit.id, version: r.version, rows: r.rows, attempts: 1, ...(r.scan ? { scan: r.scan } : {}) };
   } catch (err) {
+    if (notTaken(err)) return { type: 'noHeadroom', unitId: unit.id, bytes: commitBytes(unit, riders) };
     return { type: 'commitFailed', unitId: unit.id, ...classify(err) };
   }
 }

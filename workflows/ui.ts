@@ -1,5 +1,5 @@
 import { setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
-import { backlogOf, formatDrain, statusView, type DrainEstimate } from '../src/policy';
+import { backlogOf, formatDrain, headroomLine, statusView, type DrainEstimate } from '../src/policy';
 import type { TableState } from '../src/policy/types';
 import * as sa from './search-attributes';
 
@@ -63,6 +63,9 @@ function detailsMarkdown(st: TableState, nowMs: number, drain: DrainEstimate): s
     '',
     `**drain ETA:** ${formatDrain(drain)}`,
   ];
+  // Issue 8: a commit no worker had the memory for waits without the turn; say so first.
+  const waiting = st.units.filter((u) => u.state === 'backoff' && u.waitingForBytes !== undefined);
+  if (waiting.length) lines.push('', ...waiting.map((u) => `**${u.id}:** ${headroomLine(u.waitingForBytes!)} (the turn is free meanwhile)`));
   if (v.preparing.length) lines.push('', `**preparing:** ${v.preparing.map((p) => p.unitId).join(', ')} (progress: pending activities)`);
   if (v.queue.length) lines.push('', '**queue:**', ...v.queue.slice(0, 10).map((q) => `- ${q.unitId} class ${q.class}, ${q.waitedSecs} s: ${q.reason}`));
   return lines.join('\n');

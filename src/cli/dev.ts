@@ -4,6 +4,8 @@ import type { Worker } from '@temporalio/worker';
 import { startDevServer, type DevServer } from '../server/dev-server';
 import { startOwnSeaweedfs, type Seaweed } from '../server/seaweedfs';
 import { createWorker } from '../worker/create-worker';
+import { defaultBudgetBytes } from '../worker/fleet-memory';
+import { formatBytes } from '../config/bytes';
 import { PROJECT_ROOT } from '../paths';
 import { int, str, UsageError, type Parsed } from './args';
 import { readCheckedConfig } from './context';
@@ -59,17 +61,23 @@ export async function dev(p: Parsed): Promise<void> {
   await installWorkerRuntime(config, 'Metrics:      ');
 
   const workers: { worker: Worker; run: Promise<void>; close: () => Promise<void> }[] = [];
+  // The budget is the process's: its workers share it.
+  const budget = Math.floor((config.worker.memoryBudgetBytes ?? defaultBudgetBytes()) / workerCount);
   for (let i = 0; i < workerCount; i++) {
-    const { worker, connection } = await createWorker({
+    const { worker, connection, unregister } = await createWorker({
       ...config.temporal,
       deps: { dataRoot: config.dataRoot, prepareCheckpointSecs: config.worker.prepareCheckpointSecs },
       maxConcurrentActivities: config.worker.maxConcurrentActivities,
       shutdownGraceSecs: config.worker.shutdownGraceSecs,
       identity: `turnstile-dev-${process.pid}-${i}`,
+      memoryBudgetBytes: budget,
     });
-    workers.push({ worker, run: worker.run(), close: () => connection.close() });
+    workers.push({ worker, run: worker.run(), close: async () => {
+      await unregister();
+      await connection.close();
+    } });
   }
-  console.log(`Workers:       ${workerCount} on task queue ${config.temporal.taskQueue}`);
+  console.log(`Workers:       ${workerCount} on task queue ${config.temporal.taskQueue}, memory budget ${formatBytes(budget)} each`);
 
   const stopDemo = new AbortController();
   let stopping = false;

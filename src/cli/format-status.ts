@@ -1,10 +1,20 @@
 import type { StatusView } from '../../workflows/messages';
 import { formatDrain } from '../policy/drain-eta';
+import { formatBytes } from '../config/bytes';
 
 type Preparing = StatusView['preparing'][number];
 
 /** "merge/s0 read: filesRead 12, rowsRead 120000 (attempt 2, heartbeat 1.2 s ago)" */
 function preparingLine(u: Preparing): string {
+  if (u.queued) {
+    const need = u.waitingForBytes ? `${formatBytes(u.waitingForBytes)} of headroom` : 'a worker with headroom';
+    return `${u.unitId} waiting for ${need} (in the task queue, no worker has taken it)`;
+  }
+  const held = u.worker ? `, reserved ${formatBytes(u.reservedBytes)} on ${u.worker}` : '';
+  return `${progressLine(u)}${held}`;
+}
+
+function progressLine(u: Preparing): string {
   if (!u.phase) return `${u.unitId} (no progress reported yet)`;
   const counters = Object.entries(u.progress ?? {})
     .filter(([k, v]) => k !== 'phase' && typeof v === 'number')

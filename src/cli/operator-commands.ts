@@ -7,6 +7,8 @@ import { formatStatus } from './format-status';
 import { every, progress } from './progress';
 import { savePolicyOverride } from '../storage/table-meta';
 import type { PolicyOverride } from '../config/policy-schema';
+import { withReservations } from '../client/reservations';
+import { liveRecords } from '../worker/registry';
 
 // Operator commands: status, bump, pause, resume, policy, wait-merged.
 
@@ -36,8 +38,10 @@ export async function withTables<T>(fn: (t: Awaited<ReturnType<typeof tableClien
 
 export async function status(p: Parsed): Promise<void> {
   const name = tableArg(p);
-  const reader = readClient(readConfig());
-  const s = await readStatus(reader, name).finally(() => reader.close());
+  const config = readConfig();
+  const reader = readClient(config);
+  const [view, records] = await Promise.all([readStatus(reader, name).finally(() => reader.close()), liveRecords(config.dataRoot)]);
+  const s = withReservations(view, records);
   console.log(p.flags.json ? JSON.stringify(s, null, 2) : formatStatus(s));
 }
 

@@ -82,6 +82,12 @@ export function buildProgram(): Command {
     .description('run one stateless worker against TEMPORAL_ADDRESS (scale by running more)')
     .action(run(async () => (await import('./worker')).worker));
 
+  program
+    .command('workers')
+    .description('live workers sharing TURNSTILE_DATA: budget, reserved bytes, running units, last seen')
+    .option('--json', 'print JSON')
+    .action(run(async () => (await import('./workers-command')).workers));
+
   const table = program.command('table').description('create or list tables');
   table
     .command('create')

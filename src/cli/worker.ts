@@ -1,5 +1,7 @@
 import type { Config } from '../config/config-schema';
+import { formatBytes } from '../config/bytes';
 import { createWorker } from '../worker/create-worker';
+import { defaultBudgetBytes } from '../worker/fleet-memory';
 import { installRuntime } from '../worker/runtime';
 import { type Parsed } from './args';
 import { readCheckedConfig } from './context';
@@ -18,14 +20,23 @@ export async function installWorkerRuntime(config: Config, label = 'Metrics:'): 
 export async function worker(_p: Parsed): Promise<void> {
   const config = await readCheckedConfig();
   await installWorkerRuntime(config);
-  const { worker, connection } = await createWorker({
+  const budget = config.worker.memoryBudgetBytes ?? defaultBudgetBytes();
+  const { worker, connection, memory, identity, unregister } = await createWorker({
     ...config.temporal,
     deps: { dataRoot: config.dataRoot, prepareCheckpointSecs: config.worker.prepareCheckpointSecs },
     maxConcurrentActivities: config.worker.maxConcurrentActivities,
     shutdownGraceSecs: config.worker.shutdownGraceSecs,
+    memoryBudgetBytes: budget,
   });
-  console.log(`worker on ${config.temporal.address} task queue ${config.temporal.taskQueue}, data ${config.dataRoot}`);
-  // The SDK's worker shuts down gracefully on SIGINT/SIGTERM by itself.
-  await worker.run();
-  await connection.close();
+  const from = config.worker.memoryBudgetBytes === undefined ? 'default: half the machine' : 'worker.memoryBudgetBytes';
+  console.log(`memory budget ${formatBytes(budget)} (${budget} bytes, ${from}); prepared cache ${formatBytes(memory!.cacheBytes)}, largest unit ${formatBytes(memory!.claimBytes())}`);
+  console.log(`worker on ${config.temporal.address} task queue ${config.temporal.taskQueue}, data ${config.dataRoot}, identity ${identity}`);
+  // The SDK's worker shuts down gracefully on SIGINT/SIGTERM by itself: it stops polling
+  // and lets running activities finish for worker.shutdownGraceSecs.
+  try {
+    await worker.run();
+  } finally {
+    await unregister();
+    await connection.close();
+  }
 }

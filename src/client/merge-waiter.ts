@@ -9,6 +9,22 @@ import { RequestRefusedError } from './refused';
 /** Asks while a run closes for continue-as-new: 100 x 100 ms, far more than a new run takes to start. */
 const RUN_ENDING_RETRIES = 100;
 
+/**
+ * The server's answer for an update delivered in a workflow task that then failed on
+ * the server's side, e.g. a task completing with continue-as-new while new signals came
+ * in (the server fails such a task and schedules another): the update was never
+ * accepted, so it had no effect, and the server does not retry it itself (gRPC
+ * FAILED_PRECONDITION, "unexpected workflow task failure"). Seen under load with
+ * frequent continue-as-new (test/integration/scheduler.test.ts).
+ */
+export function isUpdateAbortedByTaskFailure(e: unknown): boolean {
+  for (let at: unknown = e, depth = 0; at && depth < 5; at = (at as { cause?: unknown }).cause, depth++) {
+    const err = at as { code?: unknown; message?: unknown };
+    if (err.code === 9 && typeof err.message === 'string' && /unexpected workflow task failure/i.test(err.message)) return true;
+  }
+  return false;
+}
+
 // Read-your-merges without polling. Temporal allows only 10 updates in flight per
 // workflow, so one process coalesces its waits: per (table, shard) there is at most one
 // awaitMerged update in flight, for the highest seq anyone asked for; each answer
@@ -45,7 +61,9 @@ export class MergeWaiter {
    * pump() asks again. Across continue-as-new the run answers merged=false, and the
    * handle follows the workflow id to the new run, so asking again is enough; an update
    * that reaches the old run just as it closes fails with "workflow execution already
-   * completed" before the new run exists, so that one is asked again too (for a while).
+   * completed" before the new run exists, so that one is asked again too (for a while),
+   * and so is one the server aborted unapplied with its workflow task (see above);
+   * awaitMerged only reads, so asking again is always safe.
    */
   private async ask(table: string, shard: string, seq: number): Promise<AwaitMergedResult> {
     for (let attempt = 1; ; attempt++) {
@@ -54,7 +72,7 @@ export class MergeWaiter {
         return await retryWhileBusy(() => this.client.workflow.getHandle(workflowIdForTable(table)).executeUpdate(msg.awaitMerged, { args: [{ shard, seq }] }), Infinity);
       } catch (e) {
         const runEnding = e instanceof WorkflowNotFoundError && /already completed/i.test(e.message);
-        if (!runEnding || attempt >= RUN_ENDING_RETRIES) throw e;
+        if (!(runEnding || isUpdateAbortedByTaskFailure(e)) || attempt >= RUN_ENDING_RETRIES) throw e;
         await new Promise((r) => setTimeout(r, 100));
       }
     }

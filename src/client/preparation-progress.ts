@@ -11,6 +11,10 @@ export interface PendingActivity {
   details: unknown;
   attempt: number;
   lastHeartbeatMs: number | null;
+  /** false while it sits in the task queue: no worker has taken it (none has headroom, issue 8). */
+  started?: boolean;
+  /** The identity of the worker that last took it. */
+  worker?: string | null;
 }
 
 const PHASES: readonly Phase[] = ['read', 'encode', 'commit'];
@@ -38,6 +42,8 @@ export function withPreparationProgress<V extends Pick<StatusView, 'preparing'>>
       progress: details,
       attempt: p.attempt,
       heartbeatAgeSecs: p.lastHeartbeatMs === null ? null : Math.max(0, nowMs - p.lastHeartbeatMs) / 1000,
+      ...(p.started === false ? { queued: true } : {}),
+      ...(p.worker && p.started !== false ? { worker: p.worker } : {}),
     };
   });
   return { ...view, preparing };

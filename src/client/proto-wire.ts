@@ -114,6 +114,9 @@ export interface WirePendingActivity {
   heartbeatDetails: WirePayload[];
   lastHeartbeatMs: number | null;
   attempt: number;
+  /** PendingActivityState: 1 scheduled (no worker has taken it), 2 started, 3 cancel requested, 4 paused. */
+  state: number;
+  lastWorkerIdentity: string | null;
 }
 
 /** google.protobuf.Timestamp { int64 seconds = 1; int32 nanos = 2 } as epoch ms. */
@@ -129,11 +132,13 @@ function decodeTimestampMs(r: pb.Reader, end: number): number {
   return seconds * 1000 + Math.floor(nanos / 1e6);
 }
 
-/** PendingActivityInfo { activity_id = 1; heartbeat_details = 4; last_heartbeat_time = 5; attempt = 7 }. */
+/** PendingActivityInfo { activity_id = 1; state = 3; heartbeat_details = 4; last_heartbeat_time = 5; attempt = 7; last_worker_identity = 12 }. */
 function decodePendingActivity(r: pb.Reader, end: number): WirePendingActivity {
-  const a: WirePendingActivity = { activityId: '', heartbeatDetails: [], lastHeartbeatMs: null, attempt: 1 };
+  const a: WirePendingActivity = { activityId: '', heartbeatDetails: [], lastHeartbeatMs: null, attempt: 1, state: 0, lastWorkerIdentity: null };
   eachField(r, end, (f) => {
     if (f === 1) a.activityId = r.string();
+    else if (f === 3) a.state = r.int32();
+    else if (f === 12) a.lastWorkerIdentity = r.string() || null;
     else if (f === 4) a.heartbeatDetails = decodePayloads(r, r.uint32() + r.pos);
     else if (f === 5) a.lastHeartbeatMs = decodeTimestampMs(r, r.uint32() + r.pos);
     else if (f === 7) a.attempt = r.int32();

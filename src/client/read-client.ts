@@ -84,7 +84,7 @@ export class ReadClient {
   /** The workflow's pending activities with their last heartbeat (DescribeWorkflowExecution). */
   async pendingActivities(workflowId: string): Promise<PendingActivity[]> {
     const raw = decodePendingActivities(await this.call('DescribeWorkflowExecution', encodeDescribeRequest(this.namespace, workflowId), workflowId));
-    return raw.map((a) => ({ activityId: a.activityId, details: payloadValue(a.heartbeatDetails[0]) ?? null, attempt: a.attempt, lastHeartbeatMs: a.lastHeartbeatMs }));
+    return raw.map((a) => ({ activityId: a.activityId, details: payloadValue(a.heartbeatDetails[0]) ?? null, attempt: a.attempt, lastHeartbeatMs: a.lastHeartbeatMs, started: a.state !== 1, worker: a.lastWorkerIdentity }));
   }
 
   close(): void {

@@ -93,6 +93,9 @@ export class TableClient {
         details: first ? converter.fromPayload(first) : null,
         attempt: a.attempt ?? 1,
         lastHeartbeatMs: optionalTsToMs(a.lastHeartbeatTime) ?? null,
+        // PENDING_ACTIVITY_STATE_SCHEDULED = 1: in the task queue, no worker has taken it.
+        started: a.state !== 1,
+        worker: a.lastWorkerIdentity || null,
       };
     });
     return withPreparationProgress(view, pending, Date.now());

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { policySchema } from './policy-schema';
 import { formatZodError } from '../zod-format';
+import { BYTE_SIZE_FORM, parseByteSize } from './bytes';
 import type { Policy } from '../policy/types';
 
 // The process-wide configuration: one schema, loaded by a pure function of
@@ -27,6 +28,15 @@ export const configSchema = z
           .string()
           .regex(/^(off|[^\s:]+:\d{1,5})$/, { message: "must be HOST:PORT (port 0: any free port) or 'off'" })
           .default('127.0.0.1:0'),
+        // Absent: half the machine's memory, resolved where the worker starts (os is not pure).
+        memoryBudgetBytes: z
+          .union([z.number(), z.string()])
+          .transform((v, ctx) => {
+            const bytes = parseByteSize(v);
+            if (bytes === null) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `must be ${BYTE_SIZE_FORM} (env TURNSTILE_WORKER_MEMORY); got ${JSON.stringify(v)}` });
+            return bytes ?? 0;
+          })
+          .optional(),
       })
       .strict()
       .default({}),
@@ -37,7 +47,7 @@ export const configSchema = z
 export interface Config {
   temporal: { address: string; namespace: string; taskQueue: string };
   dataRoot: string;
-  worker: { maxConcurrentActivities: number; shutdownGraceSecs: number; prepareCheckpointSecs: number; metricsAddress: string };
+  worker: { maxConcurrentActivities: number; shutdownGraceSecs: number; prepareCheckpointSecs: number; metricsAddress: string; memoryBudgetBytes?: number | undefined };
   policy: Policy;
 }
 
@@ -48,6 +58,7 @@ export const ENV_KEYS: Record<string, string[]> = {
   TURNSTILE_TASK_QUEUE: ['temporal', 'taskQueue'],
   TURNSTILE_DATA: ['dataRoot'],
   TURNSTILE_METRICS_ADDRESS: ['worker', 'metricsAddress'],
+  TURNSTILE_WORKER_MEMORY: ['worker', 'memoryBudgetBytes'],
 };
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; error: string };

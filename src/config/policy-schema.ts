@@ -38,6 +38,7 @@ export const policySchema = z
     retentionSecs: num(0, 365 * DAY, DAY),
     commitRetryBaseSecs: num(0, 3600, 1, false),
     commitRetryMaxSecs: num(0, DAY, 60, false),
+    commitAdmissionWaitSecs: num(0, 3600, 10, false),
   })
   .strict()
   .superRefine((p, ctx) => {
@@ -69,6 +70,8 @@ export const POLICY_DOCS: Record<keyof Policy, string> = {
   retentionSecs: 'optimize prunes table versions older than this',
   commitRetryBaseSecs: 'a failed commit may retry after min(base * 2^(n-1), max) seconds',
   commitRetryMaxSecs: 'upper bound of that backoff',
+  commitAdmissionWaitSecs:
+    'a commit no worker takes within this long (no memory headroom in the fleet) gives the turn back and waits min(this * 2^(n-1), max(this, commitRetryMaxSecs)) before taking it again; 0 = wait in the task queue holding the turn',
 };
 
 export type PolicyResult = { ok: true; policy: Policy } | { ok: false; error: string };

@@ -20,10 +20,16 @@ function ridersOf(state: TableState, pick: TurnPick, nowMs: number): Unit[] {
   const lead = pick.unit;
   if (!state.groupMerges || lead.kind !== 'merge' || lead.solo) return [];
   const riders: Unit[] = [];
+  // Batches prepared under a memory budget (issue 8) ride only while the turn's batches
+  // together stay within the bound they were cut to, so the one commit fits a worker.
+  const cap = lead.kind === 'merge' ? lead.prepared?.maxBatchBytes : undefined;
+  let bytes = lead.kind === 'merge' ? (lead.prepared?.bytes ?? 0) : 0;
   for (const u of turnOrder(state, nowMs)) {
     if (u === lead) continue;
     if (u.kind !== 'merge') break;
     if (u.solo) continue;
+    bytes += u.prepared?.bytes ?? 0;
+    if (cap !== undefined && bytes > cap) break;
     riders.push(u);
     if (riders.length >= MAX_GROUP - 1) break;
   }

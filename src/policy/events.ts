@@ -55,6 +55,9 @@ function onPrepared(state: TableState, e: Ev<'prepared'>, nowMs: number): void {
   const u = findUnit(state, e.unitId);
   if (e.scan) onScan(state, e.scan, nowMs, u?.state === 'preparing' ? u.createdAtMs : -Infinity);
   if (u?.state !== 'preparing') return;
+  // A merge preparation may cover only the start of its range (a batch bounded by the
+  // fleet's memory, issue 8): the rest stays backlog, for a follower or the next unit.
+  if (u.kind === 'merge' && e.kind === 'merge' && e.prepared && e.prepared.toSeq >= u.fromSeq && e.prepared.toSeq < u.toSeq) u.toSeq = e.prepared.toSeq;
   if (e.scan) u.scanned = true;
   state.counters.retries += Math.max(0, e.attempts - 1);
   if (e.reservedBytes !== undefined) u.reservedBytes = e.reservedBytes;
@@ -120,9 +123,34 @@ function backOff(state: TableState, u: Unit, nowMs: number, error: string): void
   u.lastError = error;
   u.commitAttempts++;
   u.state = 'backoff';
+  // A commit that was taken and failed found headroom: its next wait for memory starts afresh.
+  delete u.waitingForBytes;
+  delete u.headroomWaits;
   // readySinceMs is kept: the wait that counts towards promotion goes on.
   const secs = Math.min(p.commitRetryBaseSecs * 2 ** (u.commitAttempts - 1), p.commitRetryMaxSecs);
   u.notBeforeMs = nowMs + secs * 1000;
+}
+
+/**
+ * Issue 8: no worker had the headroom to take the holder's commit. It never started,
+ * so the turn goes back at once (another unit, maybe smaller, may take it) and the
+ * unit, with its riders, waits on a durable timer, doubling with every wait in a row,
+ * before it may take the turn again. Not a failure: commitAttempts is unchanged.
+ */
+function onNoHeadroom(state: TableState, e: Ev<'noHeadroom'>, nowMs: number): void {
+  const u = holder(state, e.unitId);
+  if (!u) return;
+  const riders = ridersOf(state);
+  state.turn = null;
+  state.counters.headroomWaits = (state.counters.headroomWaits ?? 0) + 1;
+  const base = state.policy.commitAdmissionWaitSecs ?? 0;
+  for (const x of [u, ...riders]) {
+    x.headroomWaits = (x.headroomWaits ?? 0) + 1;
+    x.waitingForBytes = e.bytes;
+    x.state = 'backoff';
+    const secs = Math.min(base * 2 ** (x.headroomWaits - 1), Math.max(base, state.policy.commitRetryMaxSecs));
+    x.notBeforeMs = nowMs + secs * 1000;
+  }
 }
 
 function onCommitFailed(state: TableState, e: Ev<'commitFailed'>, nowMs: number): void {
@@ -250,6 +278,8 @@ export function applyEvent(state: TableState, e: PolicyEvent, nowMs: number): vo
       return onCommitted(state, e, nowMs);
     case 'commitFailed':
       return onCommitFailed(state, e, nowMs);
+    case 'noHeadroom':
+      return onNoHeadroom(state, e, nowMs);
     case 'timer':
       return;
     case 'bump':

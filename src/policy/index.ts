@@ -6,7 +6,7 @@ export { initialState, carryOver, upgradeState, type CarriedState } from './init
 export { maxSnapshotSecs, changeMark, hasChanged } from './idle';
 export { step, stepAll } from './step';
 export { writePressure, backlogOf } from './pressure';
-export { statusView, type StatusView, type QueueEntry } from './status';
+export { headroomLine, statusView, type StatusView, type QueueEntry } from './status';
 export {
   effectiveClass,
   classWhy,

@@ -1,4 +1,5 @@
 import { blockedByOperator, classWhy, isEligible, limitedStreak, pickTurn, sortForTurn, waitedMs } from './order';
+import { formatBytes } from '../config/bytes';
 import { backlogOf } from './pressure';
 import { fmtSecs, plural } from './time';
 import type { Counters, Kind, Phase, SchedClass, TableState, Unit } from './types';
@@ -25,6 +26,12 @@ export interface PreparingEntry {
   attempt?: number;
   /** Seconds since the last heartbeat reached the server (null: none yet). */
   heartbeatAgeSecs?: number | null;
+  /** The worker running it (from describe); reservedBytes then is its reservation there (the fleet registry). */
+  worker?: string;
+  /** In the task queue, taken by no worker yet: no worker has the headroom for a unit (issue 8). */
+  queued?: boolean;
+  /** With `queued`: the headroom a worker needs to take it (a poll claim, the largest unit). */
+  waitingForBytes?: number;
 }
 
 export interface StatusView {
@@ -47,6 +54,9 @@ export interface StatusView {
   snapshot: { everySecs: number; running: boolean; nextInSecs: number | null };
 }
 
+/** "waiting for 380 MiB of headroom": what status, the UI details and the README say. */
+export const headroomLine = (bytes: number): string => `waiting for ${formatBytes(bytes)} of headroom`;
+
 function queuedReasons(state: TableState, nowMs: number): QueueEntry[] {
   const waiting = state.units.filter((u) => u.state === 'ready' || u.state === 'backoff');
   const eligible = sortForTurn(state, waiting.filter((u) => isEligible(state, u)), nowMs);
@@ -58,6 +68,10 @@ function queuedReasons(state: TableState, nowMs: number): QueueEntry[] {
   const reasonOf = (u: Unit, cls: SchedClass): string => {
     const blocked = blockedByOperator(state, u);
     if (blocked !== null) return blocked;
+    if (u.state === 'backoff' && u.waitingForBytes !== undefined) {
+      const left = Math.max(0, (u.notBeforeMs ?? nowMs) - nowMs);
+      return `${headroomLine(u.waitingForBytes)}: no worker took its commit within ${state.policy.commitAdmissionWaitSecs ?? 0} s (${plural(u.headroomWaits ?? 1, 'time')}), the turn is free; again at +${fmtSecs(left)} s`;
+    }
     if (u.state === 'backoff') {
       const left = Math.max(0, (u.notBeforeMs ?? nowMs) - nowMs);
       return `commit retry backoff until +${fmtSecs(left)} s (attempt ${u.commitAttempts + 1}: ${u.lastError ?? 'unknown error'})`;

@@ -53,6 +53,13 @@ export interface Policy {
   /** Backoff of a failed commit before its unit may hold the turn again: min(base * 2^(n-1), max). */
   commitRetryBaseSecs: number;
   commitRetryMaxSecs: number;
+  /**
+   * A commit no worker has taken after this long (no worker had the memory headroom,
+   * issue 8) gives the turn back and waits min(this * 2^(n-1), max(this,
+   * commitRetryMaxSecs)) before it may take the turn again. 0: it waits in the task
+   * queue holding the turn. Absent in policies from before it existed.
+   */
+  commitAdmissionWaitSecs?: number;
 }
 
 export interface ShardState {
@@ -106,6 +113,14 @@ interface UnitCommon {
    */
   emptyPrepared?: boolean;
   /**
+   * Issue 8: its commit was not taken by any worker within commitAdmissionWaitSecs
+   * (no headroom in the fleet): the bytes its commit reserves, shown while it waits
+   * without the turn. Cleared when a commit of it is taken and ends.
+   */
+  waitingForBytes?: number;
+  /** How many times in a row its commit found no headroom (the doubling of its wait). */
+  headroomWaits?: number;
+  /**
    * Its preparation scanned the store on the way out (a merge's does): that scan came
    * after the demand that made the unit, so its commit need not bring the next snapshot
    * closer (idle.ts).
@@ -153,6 +168,8 @@ export interface Counters {
    * the first one, and in states from before it existed.
    */
   rejectedSignals?: number;
+  /** Commits that gave the turn back because no worker had the headroom for them (issue 8). */
+  headroomWaits?: number;
 }
 
 export interface TurnHolder {
@@ -252,6 +269,11 @@ export type PolicyEvent =
   /** scan: the store as a merge's commit saw it when it ended (it counts as a snapshot). */
   | { type: 'committed'; unitId: string; version: number; rows?: number; attempts: number; scan?: StoreScan }
   | { type: 'commitFailed'; unitId: string; error: string; retryable: boolean; stalled: boolean }
+  /**
+   * The turn holder's commit was taken by no worker within commitAdmissionWaitSecs:
+   * it never started, so nothing was done. `bytes`: what the commit reserves.
+   */
+  | { type: 'noHeadroom'; unitId: string; bytes: number }
   | { type: 'timer' }
   | { type: 'bump'; bump: Bump }
   | { type: 'pause'; kind: Kind | null }

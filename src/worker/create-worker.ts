@@ -2,6 +2,7 @@ import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSo
 import { activityInterceptors, createActivities, type ActivityDeps } from '../../activities';
 import { WORKFLOWS_PATH } from '../paths';
 import { installQuietRuntime } from './runtime';
+import { defaultIdentity, fleetMemory, type FleetMemory } from './fleet-memory';
 import { connectionSecurity } from '../client/connection-security';
 
 // A Turnstile worker: stateless and identical to every other; run as many as needed on
@@ -17,6 +18,11 @@ export interface WorkerOptions {
   maxConcurrentActivities?: number;
   shutdownGraceSecs?: number;
   identity?: string;
+  /**
+   * The worker's memory budget (issue 8): activities then reserve bytes and the worker
+   * polls only with headroom (fleet-memory.ts). Absent: no admission (tests).
+   */
+  memoryBudgetBytes?: number;
 }
 
 let cachedBundle: Promise<WorkflowBundleWithSourceMap> | undefined;
@@ -27,8 +33,21 @@ export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
   return cachedBundle;
 }
 
-export async function createWorker(opts: WorkerOptions): Promise<{ worker: Worker; connection: NativeConnection }> {
+export interface CreatedWorker {
+  worker: Worker;
+  connection: NativeConnection;
+  /** With a memory budget: its ledger and registry record (call `unregister` after run()). */
+  memory?: FleetMemory;
+  identity: string;
+  unregister(): Promise<void>;
+}
+
+export async function createWorker(opts: WorkerOptions): Promise<CreatedWorker> {
   installQuietRuntime(process.env.TURNSTILE_LOG_LEVEL === 'debug' ? 'DEBUG' : 'WARN');
+  const identity = opts.identity ?? defaultIdentity();
+  const slots = opts.maxConcurrentActivities ?? 8;
+  const memory = opts.memoryBudgetBytes === undefined ? undefined : fleetMemory({ budgetBytes: opts.memoryBudgetBytes, dataRoot: opts.deps.dataRoot, maxSlots: slots });
+  const deps = memory ? { ...opts.deps, admission: memory.admission, preparedCacheBytes: memory.cacheBytes } : opts.deps;
   // TLS / mTLS and the API key from the environment, as every Turnstile process.
   const connection = await NativeConnection.connect({ address: opts.address, ...connectionSecurity() });
   const worker = await Worker.create({
@@ -36,11 +55,13 @@ export async function createWorker(opts: WorkerOptions): Promise<{ worker: Worke
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     workflowBundle: opts.bundle ?? (await workflowBundle()),
-    activities: createActivities(opts.deps),
+    activities: createActivities(deps),
     interceptors: { activity: activityInterceptors },
-    maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivities ?? 8,
+    // The tuner replaces the slot count (the SDK takes one or the other).
+    ...(memory ? { tuner: memory.tuner } : { maxConcurrentActivityTaskExecutions: slots }),
     shutdownGraceTime: `${opts.shutdownGraceSecs ?? 30} s`,
-    ...(opts.identity ? { identity: opts.identity } : {}),
+    identity,
   });
-  return { worker, connection };
+  const unregister = memory?.register(identity, opts.taskQueue) ?? (async () => undefined);
+  return { worker, connection, identity, unregister, ...(memory ? { memory } : {}) };
 }

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { arrow, readIpcFile } from '../../src/storage/arrow';
 import { sealGeneration } from '../../src/storage/generation-store';
 import { generationFile, preparedFile, tableLayout } from '../../src/storage/layout';
+import { settleSealedHints } from '../../src/storage/sealed-hint';
 import { generateRows } from '../../src/writer';
 import { makeFixture, run, sealMany, start, type Fixture } from './helpers';
 
@@ -109,6 +110,7 @@ describe('prepareMerge', () => {
 
   it('a missing generation fails non-retryably naming the file; an unsealed range too', async () => {
     await sealMany(f, 's0', 3, 20);
+    await settleSealedHints(); // a hint written in the background would race the removal
     const file = generationFile(tableLayout(f.root, f.table), 's0', 3);
     fs.rmSync(file);
     const err = await failure(run(f.acts.prepareMerge, [input(1, 3)]));

@@ -47,3 +47,15 @@ test('wait-merged-fanout: every waiting process answers with the version of the 
   expect(out).toMatch(/answered with the right version \(\d+\): 3\/3/);
   expect(out).toMatch(/commit done -> answer \(ms\): first -?\d+, p50 -?\d+, last -?\d+/);
 });
+
+test('scale-out: every shard merged with 2 worker processes, CPU printed', async () => {
+  const out = await bench('scale-out.ts', ['--tables', '2', '--generations', '2', '--rows', '100', '--workers', '2']);
+  expect(out).toMatch(/^ +2 +[\d.]+ +\d+ +1\.00x +[\d.]+ +[\d.]+ +(n\/a|[\d.]+) +[\d.]+$/m);
+  expect(out).toContain('every shard merged: PASS');
+}, 300_000);
+
+test('memory-factor: peak RSS added by a prepare and a commit, in fresh processes', async () => {
+  const out = await bench('memory-factor.ts', ['4000']);
+  // Tiny units add less than the noise of a process's RSS: a difference may come out negative.
+  expect(out).toMatch(/^\| 4000 \| [\d.]+ MiB \| -?[\d.]+ MiB \| -?[\d.]+ \| -?[\d.]+ MiB \| -?[\d.]+ \|$/m);
+}, 300_000);

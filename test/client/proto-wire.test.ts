@@ -35,15 +35,16 @@ describe('read-only client wire format', () => {
           lastHeartbeatTime: google.protobuf.Timestamp.create({ seconds: Long.fromNumber(1_700_000_000), nanos: 250_000_000 }),
           attempt: 3,
           lastWorkerIdentity: 'w1',
+          state: 2, // started
         },
-        { activityId: 'commit merge/s1 1-1', attempt: 1 },
+        { activityId: 'commit merge/s1 1-1', attempt: 1, state: 1 }, // scheduled: in the task queue, no worker took it
       ],
       pendingWorkflowTask: { attempt: 1 },
     }).finish();
     const pending = decodePendingActivities(describe);
     expect(pending.map((p) => ({ ...p, heartbeatDetails: p.heartbeatDetails.map(payloadValue) }))).toEqual([
-      { activityId: 'prepare merge/s0 1-3', heartbeatDetails: [{ phase: 'read', filesRead: 2 }], lastHeartbeatMs: 1_700_000_000_250, attempt: 3 },
-      { activityId: 'commit merge/s1 1-1', heartbeatDetails: [], lastHeartbeatMs: null, attempt: 1 },
+      { activityId: 'prepare merge/s0 1-3', heartbeatDetails: [{ phase: 'read', filesRead: 2 }], lastHeartbeatMs: 1_700_000_000_250, attempt: 3, state: 2, lastWorkerIdentity: 'w1' },
+      { activityId: 'commit merge/s1 1-1', heartbeatDetails: [], lastHeartbeatMs: null, attempt: 1, state: 1, lastWorkerIdentity: null },
     ]);
   });
 

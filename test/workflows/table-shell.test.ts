@@ -282,3 +282,64 @@ test('the signal inbox is bounded: signals past it are dropped, and the periodic
     await shell.close();
   }
 });
+
+test('a commit no worker takes within commitAdmissionWaitSecs gives the turn back, says what it waits for, and commits once a worker is back', async () => {
+  // Workflow tasks and activity tasks on separate workers, so activities can stop while
+  // the workflow goes on: a stopped activity worker is a fleet without headroom.
+  const taskQueue = uniqueName('tq-shell-headroom');
+  const bundle = await workflowBundle();
+  const wf = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: bundle });
+  const wfRun = wf.run();
+  const MiB = 2 ** 20;
+  let prepareStarted = false;
+  const acts = mockActivities({
+    // Long enough to stop the activity worker while it runs: its result still comes back.
+    prepareMerge: async (i) => {
+      prepareStarted = true;
+      await new Promise((r) => setTimeout(r, 1500));
+      return { shard: i.shard, fromSeq: i.fromSeq, toSeq: i.toSeq, preparedPath: `/mock/${i.shard}.arrow`, rows: 1, bytes: 30 * MiB, attempt: 1, resumedFromFile: 0, resumedVia: null };
+    },
+  });
+  const startActivities = async () => {
+    const w = await Worker.create({ connection: env.nativeConnection, taskQueue, activities: acts, shutdownGraceTime: '30 s' });
+    return { w, run: w.run() };
+  };
+  let act = await startActivities();
+  const tables = new TableClient(env.client, taskQueue);
+  const table = uniqueName('headroom');
+  await tables.start({ table, key: 'id', shards: ['s0', 's1'], policy: { ...QUIET, commitAdmissionWaitSecs: 1, commitRetryMaxSecs: 2 } });
+  const handle = tables.handle(table);
+  try {
+    // The activity worker stops polling while the preparation runs; its commit then finds no worker.
+    await handle.signal(msg.demand, demand('s0', 1));
+    await eventually(async () => prepareStarted, 'the preparation running');
+    act.w.shutdown();
+    await act.run;
+    // 64 MiB + 10 x 30 MiB: what its commit reserves.
+    const line = 'waiting for 364 MiB of headroom';
+    const waiting = await eventually(async () => {
+      const s = await tables.status(table);
+      return s.queue.find((q) => q.unitId === 'merge/s0' && q.reason.startsWith(line)) ? s : null;
+    }, 'the commit back in the queue, waiting for headroom');
+    expect(waiting.turn).toBeNull();
+    expect(waiting.counters.headroomWaits).toBeGreaterThanOrEqual(1);
+    const meta = (await handle.query('__temporal_workflow_metadata')) as { currentDetails?: string };
+    expect(meta.currentDetails).toContain(`**merge/s0:** ${line} (the turn is free meanwhile)`);
+    // It was never started: the task timed out in the queue (schedule-to-start).
+    const first = (await activityRuns(handle)).find((r) => r.type === 'commitMerge');
+    expect(first).toMatchObject({ outcome: 'timedOut', startedAtMs: null });
+
+    act = await startActivities();
+    const merged = await handle.executeUpdate(msg.awaitMerged, { args: [{ shard: 's0', seq: 1 }] });
+    expect(merged.mergedThroughSeq).toBe(1);
+    const commits = (await activityRuns(handle)).filter((r) => r.type === 'commitMerge');
+    expect(commits.at(-1)!.outcome).toBe('completed');
+    // No busy retry: every commit after a timed-out one waited at least the base wait (1 s).
+    for (let i = 1; i < commits.length; i++) expect(commits[i]!.decidedAtMs - commits[i - 1]!.seenClosedAtMs!).toBeGreaterThanOrEqual(1000);
+    expect((await tables.state(table)).counters).toMatchObject({ retries: 0, turns: { merge: 1 } });
+  } finally {
+    await handle.terminate('test over').catch(() => undefined);
+    for (const w of [act.w, wf]) if (w.getState() === 'RUNNING') w.shutdown();
+    await Promise.all([act.run, wfRun]).catch(() => undefined);
+  }
+});

@@ -1,0 +1,72 @@
+import { Context } from '@temporalio/activity';
+import { formatBytes } from '../src/config/bytes';
+import { generationFile, tableLayout } from '../src/storage/layout';
+import { storageAt } from '../src/storage/open-storage';
+import type { PrepareMergeInput } from './contract';
+import type { ActivityDeps } from './deps';
+import { fail } from './failures';
+import { commitReservation, maxBatchBytes } from '../src/reservation-sizes';
+
+// How a worker's activities hold reservations of its memory budget (invariant 6, issue
+// 8), and how big a merge batch may be. The sizes are src/reservation-sizes.ts (pure,
+// shared with the workflow).
+
+export * from '../src/reservation-sizes';
+
+/** What a worker tells its activities about memory; absent in tests without a budget. */
+export interface AdmissionDeps {
+  /** Waits until `bytes` are reserved for this activity (see src/worker/memory-ledger.ts). */
+  reserve(id: string, bytes: number, what: { activity: string; unit?: string }): Promise<void>;
+  release(id: string): void;
+  /** Budgets of the live workers (this one included): the fleet's smallest and largest. */
+  fleetBudgets(): { smallest: number; largest: number };
+}
+
+/**
+ * Runs `fn` holding `bytes` of the worker's budget; without admission (tests) just runs
+ * it. The reservation ends with the activity, whatever its outcome.
+ */
+export async function withReservation<R>(deps: ActivityDeps, bytes: number, fn: () => Promise<R>): Promise<R> {
+  if (!deps.admission) return fn();
+  const info = Context.current().info;
+  const wf = info.workflowExecution?.workflowId ?? '';
+  const id = `${wf}/${info.activityId}#${info.attempt}`;
+  await deps.admission.reserve(id, bytes, { activity: info.activityType, unit: `${wf.replace(/^table\//, '')}: ${info.activityId}` });
+  try {
+    return await fn();
+  } finally {
+    deps.admission.release(id);
+  }
+}
+
+/**
+ * Splitting (issue 8, point 3): the longest prefix fromSeq..k of the unit's range whose
+ * generation files hold at most maxBatchBytes (at least one file), and their bytes. The
+ * rest stays backlog for the next unit. A single generation whose merge needs more than
+ * every live worker's whole budget can never merge: that fails for good, naming the
+ * file, and the core holds the shard with that reason.
+ */
+export async function boundMergeRange(deps: ActivityDeps, input: PrepareMergeInput): Promise<{ toSeq: number; bytes: number; maxBatchBytes?: number }> {
+  if (!deps.admission) return { toSeq: input.toSeq, bytes: 0 };
+  const { smallest, largest } = deps.admission.fleetBudgets();
+  const limit = maxBatchBytes(smallest);
+  const l = tableLayout(deps.dataRoot, input.table);
+  const store = storageAt(deps.dataRoot);
+  let bytes = 0;
+  let toSeq = input.fromSeq;
+  for (let seq = input.fromSeq; seq <= input.toSeq; seq++) {
+    const file = generationFile(l, input.shard, seq);
+    // A missing file is the preparation's to report (or skip, below the gc floor).
+    const size = (await store.stat(file))?.size ?? 0;
+    if (seq > input.fromSeq && bytes + size > limit) break;
+    if (seq === input.fromSeq && commitReservation(size) > largest) {
+      throw fail(
+        'TooBig',
+        `generation ${file} is ${formatBytes(size)}; merging it needs ${formatBytes(commitReservation(size))}, more than any worker's memory budget (largest ${formatBytes(largest)}, worker.memoryBudgetBytes)`,
+      );
+    }
+    bytes += size;
+    toSeq = seq;
+  }
+  return { toSeq, bytes, maxBatchBytes: limit };
+}

@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import { MemoryLedger } from '../../src/worker/memory-ledger';
+import { memorySlotSupplier } from '../../src/worker/memory-slots';
+
+// The worker's side of admission without a server: poll claims through the slot
+// supplier, a unit taking over the claim its task came through, releases, aborts.
+
+const settled = async (p: Promise<unknown>): Promise<boolean> => {
+  let done = false;
+  void p.then(() => (done = true), () => (done = true));
+  await new Promise((r) => setTimeout(r, 10));
+  return done;
+};
+const ctx = { slotType: 'activity' as const, taskQueue: 'q', workerIdentity: 'w', workerBuildId: '', isSticky: false };
+
+describe('memory ledger and slot supplier', () => {
+  it('polls only with a claim; a unit converts it, so the next poll may claim again', async () => {
+    const ledger = new MemoryLedger(1000);
+    const slots = memorySlotSupplier(ledger, { claimBytes: () => 400, maxSlots: 8 });
+    const first = await slots.reserveSlot(ctx, new AbortController().signal);
+    await slots.reserveSlot(ctx, new AbortController().signal);
+    const third = slots.reserveSlot(ctx, new AbortController().signal);
+    expect(await settled(third)).toBe(false); // 800 claimed, 400 more would exceed 1000
+    slots.markSlotUsed({ slotInfo: { type: 'activity', activityType: 'prepareMerge' }, permit: first });
+    await ledger.reserve('unit1', 150, { activity: 'prepareMerge' });
+    expect(await settled(third)).toBe(true); // 150 + 400 + 400 fits
+    expect(ledger.reservedBytes).toBe(950);
+    expect(ledger.list().map((h) => h.activity).sort()).toEqual(['poll', 'poll', 'prepareMerge']);
+    // The slot of the converted claim ends with the activity: the unit releases its own bytes.
+    slots.releaseSlot({ slotInfo: { type: 'activity', activityType: 'prepareMerge' }, permit: first });
+    ledger.release('unit1');
+    expect(ledger.reservedBytes).toBe(800);
+  });
+
+  it('a unit bigger than its claim waits first in line; an aborted poll rejects with the signal reason', async () => {
+    const ledger = new MemoryLedger(1000);
+    const slots = memorySlotSupplier(ledger, { claimBytes: () => 400, maxSlots: 8 });
+    const permit = await slots.reserveSlot(ctx, new AbortController().signal);
+    await ledger.acquire('other', 500, { activity: 'commitMerge' });
+    slots.markSlotUsed({ slotInfo: { type: 'activity', activityType: 'prepareMerge' }, permit });
+    const big = ledger.reserve('big', 600, { activity: 'prepareMerge' });
+    const abort = new AbortController();
+    const poll = slots.reserveSlot(ctx, abort.signal);
+    expect(await settled(big)).toBe(false);
+    abort.abort(new Error('shutdown'));
+    await expect(poll).rejects.toThrow('shutdown');
+    ledger.release('other');
+    await big;
+    expect(ledger.reservedBytes).toBe(600);
+    await expect(ledger.acquire('huge', 1001, { activity: 'x' })).rejects.toThrow('huge: needs 1001 bytes, more than the whole budget of 1000');
+  });
+});
