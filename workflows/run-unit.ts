@@ -44,9 +44,14 @@ function prepActivities(st: TableState, unit: Unit): Activities {
  * memory headroom to poll) times out before it starts, and the shell hands the turn
  * back (the core's noHeadroom event). Runs recorded before it keep their commands.
  */
-function admissionWait(st: TableState): { scheduleToStartTimeout?: string } {
+function admissionWait(st: TableState): { scheduleToStartTimeout?: string; priority?: { priorityKey: number } } {
   const secs = st.policy.commitAdmissionWaitSecs ?? 0;
-  return secs > 0 && patched('commit-admission-wait') ? { scheduleToStartTimeout: `${secs} s` } : {};
+  if (secs <= 0 || !patched('commit-admission-wait')) return {};
+  // Highest priority (default 3): without it a commit queued behind a backlog of
+  // preparations and scans on a merely busy fleet (measured: 1,000 tables on 2 cores,
+  // queue p50 27 s) timed out as if no worker had headroom, gave its turn back, and
+  // queued again at the back: 516 commits in 10 minutes instead of ~3,600.
+  return { scheduleToStartTimeout: `${secs} s`, priority: { priorityKey: 1 } };
 }
 
 /** What the commit reserves of a worker's budget (src/reservation-sizes.ts), for "waiting for N MiB of headroom". */

@@ -22,12 +22,17 @@ import { SEARCH_ATTRIBUTE_FLAGS } from '../../workflows/search-attributes';
  * run time show at once): every read of the search attributes, i.e. every upsert and
  * every workflow task that carries one, then reads the cluster metadata from SQLite
  * (~140 reads a second with 500 tables, bench/README.md). Ours are all registered at
- * start (--search-attribute), so the cache may stay on, as in production.
+ * start (--search-attribute), so the cache may stay on, as in production. And the
+ * matcher that honours task priorities: a commit (it holds its table's turn) is handed
+ * to the next free worker slot ahead of queued preparations and scans, so its wait in
+ * the queue means "no worker has headroom", not "the queue is long".
  */
 export const DEV_DYNAMIC_CONFIG: Record<string, unknown> = {
   'system.enableActivityEagerExecution': true,
   'history.maxInFlightUpdates': 100,
   'system.forceSearchAttributesCacheRefreshOnRead': false,
+  // Task priorities (commits ahead of preparations and scans; workflows/run-unit.ts).
+  'matching.useNewMatcher': true,
 };
 
 /** What DEV_DYNAMIC_CONFIG was before the many-tables work (bench comparison only). */
