@@ -29,7 +29,7 @@ import { conditionalUpsert, openLanceTable, openOrCreateLanceTable } from '../sr
 import { tableFromRows, withSeqColumn } from '../src/storage/records';
 import { generateRows } from '../src/writer';
 import { formatPhases, formatTimeline, phasesOf, type Phases } from './phases';
-import { benchS3, benchServer, peakRssBytes, startWorkerProcess, stopProcess } from './support';
+import { benchS3, benchServer, cpuSeconds, peakRssBytes, startWorkerProcess, stopProcess } from './support';
 
 const { values: opt } = parseArgs({
   options: {
@@ -71,12 +71,26 @@ interface Result {
 
 const seconds = (t0: number): number => (performance.now() - t0) / 1000;
 
+interface CpuUse {
+  worker: number | null;
+  server: number | null;
+  bench: number;
+}
+
+/** CPU seconds each process spent since `at`: whether A was bound by the 2 cores or by waiting. */
+function cpuDuring(at: { worker: number | null; server: number | null; bench: NodeJS.CpuUsage }, workerPid: number, serverPid: number | undefined): CpuUse {
+  const since = (now: number | null, then: number | null): number | null => (now === null || then === null ? null : now - then);
+  const b = process.cpuUsage(at.bench);
+  return { worker: since(cpuSeconds(workerPid), at.worker), server: serverPid === undefined ? null : since(cpuSeconds(serverPid), at.server), bench: (b.user + b.system) / 1e6 };
+}
+
 interface RunA {
   result: Result;
   root: string;
   phases: Phases;
   workerPeakRss: number | null;
   bytesSealed: number;
+  cpu: CpuUse;
 }
 
 /** A: seal everything through TableWriter and wait until every shard is merged through its last seq. */
@@ -99,6 +113,7 @@ async function throughWorkflow(tmp: string, base: string, gens: Map<string, Arro
     const sealedAt: { shard: string; seq: number; atMs: number }[] = [];
     let bytesSealed = 0;
 
+    const cpu0 = { worker: cpuSeconds(worker.pid!), server: server ? cpuSeconds(server.pid) : null, bench: process.cpuUsage() };
     const t0 = performance.now();
     const t0Epoch = Date.now();
     // One writer loop per shard, as independent writers would seal; each then waits
@@ -118,6 +133,7 @@ async function throughWorkflow(tmp: string, base: string, gens: Map<string, Arro
       }),
     );
     const secs = seconds(t0);
+    const cpu = cpuDuring(cpu0, worker.pid!, server?.pid);
     const { signalError } = await writer.close();
     if (signalError) throw new Error(`demand signal failed: ${signalError}`);
     const workerPeakRss = peakRssBytes(worker.pid!);
@@ -126,7 +142,7 @@ async function throughWorkflow(tmp: string, base: string, gens: Map<string, Arro
     const phases = phasesOf(history, sealMs);
     if (opt.timeline) console.log(['timeline (ms after the first seal):', ...formatTimeline(history, t0Epoch, sealedAt)].join('\n'));
     const note = `${status.counters.turns.merge} merge turns, ${status.counters.rowsMerged} rows changed, ${writer.demand.signalsSent} demand signals`;
-    return { result: { method: 'A  Turnstile (workflow)', rows: total, secs, note }, root, phases, workerPeakRss, bytesSealed };
+    return { result: { method: 'A  Turnstile (workflow)', rows: total, secs, note }, root, phases, workerPeakRss, bytesSealed, cpu };
   } finally {
     // The workflow would otherwise run on forever on an external server.
     await client.workflow.getHandle(workflowIdForTable(TABLE)).terminate('benchmark done').catch(() => undefined);
@@ -226,6 +242,9 @@ async function main(): Promise<void> {
     for (const line of formatPhases(a.phases)) console.log(`  ${line}`);
     const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
     console.log(`\nworker peak RSS ${a.workerPeakRss === null ? 'unknown (no /proc)' : mib(a.workerPeakRss)} for ${mib(a.bytesSealed)} of generations merged (${a.workerPeakRss === null ? '-' : (a.workerPeakRss / a.bytesSealed).toFixed(1)}x)`);
+    const f = (x: number | null) => (x === null ? '?' : `${x.toFixed(2)} s`);
+    const busy = [a.cpu.worker, a.cpu.server, a.cpu.bench].reduce<number>((t, x) => t + (x ?? 0), 0);
+    console.log(`CPU during A (${a.result.secs.toFixed(2)} s wall, ${os.cpus().length} cores): worker ${f(a.cpu.worker)}, server ${f(a.cpu.server)}, writers ${f(a.cpu.bench)}: ${(busy / a.result.secs).toFixed(2)} cores busy`);
     console.log(`\ncontent check: ${ok ? 'PASS' : 'FAIL'}`);
     process.exitCode = ok ? 0 : 1;
   } finally {

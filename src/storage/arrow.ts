@@ -5,6 +5,7 @@ import type * as ArrowNs from 'apache-arrow';
 import { basenameLoc } from './location';
 import { storageOf } from './open-storage';
 import { notFound } from './storage';
+import { withScratch, type Alloc } from './scratch';
 import { CHECKSUM_KEY, embeddedChecksumProblem, encodeChecksummed, withoutChecksum } from './ipc-checksum';
 
 // The file helpers live in atomic-file.ts (which needs no Arrow, so modules that only
@@ -53,13 +54,15 @@ export const checksumFile = (file: string): string => `${file}.sha256`;
 const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
 
 /** Encode a table or batch as a checksummed Arrow IPC file (file format, with footer). */
-export const encodeIpcFile = (data: ArrowTable | RecordBatch): Promise<Buffer> => encodeChecksummed(arrow, toTable(data));
+export const encodeIpcFile = (data: ArrowTable | RecordBatch, alloc?: Alloc): Promise<Buffer> => encodeChecksummed(arrow, toTable(data), alloc);
 
 /** Write a table or batch as an Arrow IPC file (or object) atomically and (unless `durable: false`, see writeFileAtomic) durably, checksummed. */
 export async function writeIpcFileAtomic(file: string, data: ArrowTable | RecordBatch, opts: { durable?: boolean } = {}): Promise<{ bytes: number }> {
-  const bytes = await encodeIpcFile(data);
-  await storageOf(file).put(file, bytes, opts);
-  return { bytes: bytes.byteLength };
+  return withScratch(async (alloc) => {
+    const bytes = await encodeIpcFile(data, alloc);
+    await storageOf(file).put(file, bytes, opts);
+    return { bytes: bytes.byteLength };
+  });
 }
 
 /** Problem with the file's bytes against its legacy sidecar, or null; undefined when there is none. */

@@ -7,7 +7,8 @@ import { checkTableSchema } from './table-schema';
 import { offerSealedHint } from './sealed-hint';
 import { generationFile, parseGenerationName, sealedFile, shardDir, tableLayout } from './layout';
 import { checkKeyColumn, tableFromRows, withSeqColumn, withSeqSchema, type Row } from './records';
-import { shardRouter } from './routing';
+import { firstMisrouted } from './route-column';
+import { withScratch } from './scratch';
 import { readTableMeta, type TableMeta } from './table-meta';
 
 export { createTableMeta, readTableMeta, listTables, TableNotFoundError, TableExistsError, type TableMeta } from './table-meta';
@@ -109,14 +110,8 @@ function assertRouting(table: ArrowTable, meta: TableMeta, shard: string): void 
   if (meta.shards.length === 1) return;
   const keys = table.getChild(meta.key);
   if (!keys) return;
-  const ownerOf = shardRouter(meta.shards);
-  for (let i = 0; i < keys.length; i++) {
-    const k = keys.get(i) as string | number | bigint;
-    const owner = ownerOf(k);
-    if (owner !== shard) {
-      throw new Error(`key ${String(k)} belongs to shard ${owner}, not ${shard} (keys are routed with shardOfKey)`);
-    }
-  }
+  const bad = firstMisrouted(keys, meta.shards, shard);
+  if (bad) throw new Error(`key ${String(bad.key)} belongs to shard ${bad.owner}, not ${shard} (keys are routed with shardOfKey)`);
 }
 
 export interface SealOptions {
@@ -167,14 +162,17 @@ export async function sealGeneration(
       const mine = attempt === 0 ? lastSealed.get(dir) : undefined;
       const seq = (mine ?? (await readShardSealed(root, table, shard)).sealedThroughSeq) + 1;
       const file = generationFile(l, shard, seq);
-      const bytes = await encodeIpcFile(withSeqColumn(ordered, seq, meta.key));
-      if (!(await store.putIfAbsent(file, bytes))) continue;
+      const bytes = await withScratch(async (alloc) => {
+        const encoded = await encodeIpcFile(withSeqColumn(ordered, seq, meta.key, alloc), alloc);
+        return (await store.putIfAbsent(file, encoded)) ? encoded.byteLength : null;
+      });
+      if (bytes === null) continue;
       lastSealed.set(dir, seq);
       // Written every seal (in the background): a generation file lost below it is then
       // reported missing by the merge that needs it, instead of silently ending what
       // counts as sealed.
       offerSealedHint(sealedFile(l, shard), seq);
-      return { seq, revision: seq, path: file, rows: ordered.numRows, bytes: bytes.byteLength };
+      return { seq, revision: seq, path: file, rows: ordered.numRows, bytes };
     }
     throw new Error(`${dir}: lost the race for a seq ${MAX_CLAIM_ATTEMPTS} times in a row to other sealers`);
   });

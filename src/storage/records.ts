@@ -1,5 +1,6 @@
 import { arrow, type ArrowTable, type DataType, type Schema, type Vector } from './arrow';
 import { SEQ_COLUMN } from '../names';
+import type { Alloc } from './scratch';
 
 // Turning writer input into the one shape the store keeps: an Arrow table whose key
 // column is non-nullable (Lance refuses a nullable primary key) and whose `_seq`
@@ -94,9 +95,11 @@ export function withSeqSchema(schema: Schema, key: string): Schema {
   ]);
 }
 
+const scratchInt64 = (b: Buffer, n: number): BigInt64Array => new BigInt64Array(b.buffer, b.byteOffset, n);
+
 /** `n` copies of the Int64 `seq`, written as 32-bit halves (BigInt64Array.fill is ~30x slower). */
-function int64Repeated(seq: number, n: number): BigInt64Array {
-  const out = new BigInt64Array(n);
+function int64Repeated(seq: number, n: number, alloc?: Alloc): BigInt64Array {
+  const out = alloc ? scratchInt64(alloc(8 * n), n) : new BigInt64Array(n);
   const halves = new Uint32Array(out.buffer);
   const one = new Uint32Array(new BigInt64Array([BigInt(seq)]).buffer);
   const lo = one[0]!;
@@ -112,12 +115,12 @@ function int64Repeated(seq: number, n: number): BigInt64Array {
  * The same table with `_seq` = seq on every row (replacing any `_seq` the writer sent)
  * and the key field marked non-nullable.
  */
-export function withSeqColumn(table: ArrowTable, seq: number, key: string): ArrowTable {
+export function withSeqColumn(table: ArrowTable, seq: number, key: string, alloc?: Alloc): ArrowTable {
   const schema = withSeqSchema(table.schema, key);
   const struct = new arrow.Struct(schema.fields);
   const kept = schema.fields.slice(0, -1);
   const batches = table.batches.map((batch) => {
-    const seqData = arrow.makeData({ type: new arrow.Int64(), length: batch.numRows, nullCount: 0, data: int64Repeated(seq, batch.numRows) });
+    const seqData = arrow.makeData({ type: new arrow.Int64(), length: batch.numRows, nullCount: 0, data: int64Repeated(seq, batch.numRows, alloc) });
     const children = [...kept.map((f) => batch.getChild(f.name)!.data[0]!), seqData];
     const data = arrow.makeData({ type: struct, length: batch.numRows, nullCount: 0, children });
     return new arrow.RecordBatch(schema, data);

@@ -42,23 +42,49 @@ function fnv(h: number, text: string): number {
 
 /** The owner function of one shard set: call it once, use it for many keys. */
 export function shardRouter(shards: readonly string[]): (key: Key) => string {
+  const h = keyHasher(shards);
+  return (key) => shards[h.ownerOfText(canonicalKey(key))] as string;
+}
+
+/**
+ * The owner (an index into `shards`) of a key's canonical text, given as a string or
+ * as its UTF-16 code units (route-column.ts hashes column buffers without strings).
+ */
+export function keyHasher(shards: readonly string[]): { ownerOfText(text: string): number; ownerOfCodes(codes: ArrayLike<number>, length: number): number } {
   if (shards.length === 0) throw new Error('shardOfKey: the table has no shards');
   const prefixes = shards.map((shard) => fnv(FNV_OFFSET, `${shard}\u0000`));
-  return (key) => {
-    const k = canonicalKey(key);
-    let best = shards[0] as string;
+  const best = (scoreOf: (prefix: number) => number): number => {
+    let at = 0;
     let bestScore = -1;
     for (let j = 0; j < shards.length; j++) {
-      const shard = shards[j] as string;
-      const score = fmix32(fnv(prefixes[j] as number, k));
+      const score = fmix32(scoreOf(prefixes[j] as number));
       // Ties (rare) go to the lexicographically smaller name so the order of `shards` never matters.
-      if (score > bestScore || (score === bestScore && shard < best)) {
-        best = shard;
+      if (score > bestScore || (score === bestScore && (shards[j] as string) < (shards[at] as string))) {
+        at = j;
         bestScore = score;
       }
     }
-    return best;
+    return at;
   };
+  // Without a closure per key: this runs once per row of every multi-shard seal.
+  const ownerOfCodes = (codes: ArrayLike<number>, length: number): number => {
+    let at = 0;
+    let bestScore = -1;
+    for (let j = 0; j < prefixes.length; j++) {
+      let h = prefixes[j] as number;
+      for (let i = 0; i < length; i++) {
+        h ^= codes[i] as number;
+        h = Math.imul(h, FNV_PRIME);
+      }
+      const score = fmix32(h);
+      if (score > bestScore || (score === bestScore && (shards[j] as string) < (shards[at] as string))) {
+        at = j;
+        bestScore = score;
+      }
+    }
+    return at;
+  };
+  return { ownerOfText: (text) => best((p) => fnv(p, text)), ownerOfCodes };
 }
 
 export function shardOfKey(key: Key, shards: readonly string[]): string {

@@ -1,0 +1,41 @@
+// Reused memory for the big short-lived buffers of a seal or a prepared batch: the
+// encoded file and the `_seq` column. On the machines we measure on, first touching
+// fresh memory costs ~20 us per 4 KiB page (a 3.6 MiB buffer: 15-19 ms, against 0.3 ms
+// for memory touched before), and a new buffer per file is fresh memory every time:
+// it was half of a 100k-row seal. A buffer is lent for the length of one callback and
+// must not be kept past it.
+
+/** Buffers kept between uses, at most this many bytes in all: bounds what a writer process holds on to. */
+const KEEP_BYTES = 64 * 2 ** 20;
+const free: Buffer[] = [];
+
+export type Alloc = (bytes: number) => Buffer;
+
+/** Calls `fn` with an allocator whose buffers are valid until `fn`'s promise settles. */
+export async function withScratch<T>(fn: (alloc: Alloc) => Promise<T>): Promise<T> {
+  const lent: Buffer[] = [];
+  const alloc: Alloc = (bytes) => {
+    const at = free.findIndex((b) => b.byteLength >= bytes);
+    // Rounded up so that the next, slightly larger file of a stream still fits.
+    const buf = at >= 0 ? free.splice(at, 1)[0]! : Buffer.allocUnsafeSlow(Math.ceil((bytes * 1.25) / 65536) * 65536);
+    lent.push(buf);
+    return buf.subarray(0, bytes);
+  };
+  try {
+    return await fn(alloc);
+  } finally {
+    for (const b of lent) keep(b);
+  }
+}
+
+function keep(buf: Buffer): void {
+  if (buf.byteLength > KEEP_BYTES) return;
+  free.push(buf);
+  free.sort((a, b) => a.byteLength - b.byteLength);
+  // Over the bound: drop the smallest first, the big ones are the costly ones to fault in.
+  let held = free.reduce((n, b) => n + b.byteLength, 0);
+  while (held > KEEP_BYTES) held -= free.shift()!.byteLength;
+}
+
+/** Bytes currently kept for reuse (tests). */
+export const scratchKeptBytes = (): number => free.reduce((n, b) => n + b.byteLength, 0);

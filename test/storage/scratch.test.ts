@@ -1,0 +1,52 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { arrow, readIpcFile } from '../../src/storage/arrow';
+import { createTableMeta, sealGeneration } from '../../src/storage/generation-store';
+import { scratchKeptBytes, withScratch } from '../../src/storage/scratch';
+
+describe('scratch buffers', () => {
+  it('lends the same memory again once a use ends, and distinct memory to overlapping uses', async () => {
+    const first = await withScratch(async (alloc) => alloc(1_000_000).buffer);
+    const again = await withScratch(async (alloc) => alloc(900_000).buffer);
+    expect(again).toBe(first);
+    await withScratch(async (a) => {
+      await withScratch(async (b) => {
+        expect(a(1000).buffer).not.toBe(b(1000).buffer);
+      });
+    });
+  });
+
+  it('keeps at most 64 MiB between uses', async () => {
+    await Promise.all(Array.from({ length: 6 }, () => withScratch(async (alloc) => alloc(20 * 2 ** 20).byteLength)));
+    expect(scratchKeptBytes()).toBeLessThanOrEqual(64 * 2 ** 20);
+    expect(scratchKeptBytes()).toBeGreaterThan(0);
+  });
+
+  it('concurrent seals into different shards each write their own rows (no buffer shared while in use)', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-scratch-'));
+    try {
+      const meta = await createTableMeta(root, { name: 't', key: 'id', shards: ['a'], indices: [] });
+      const other = await createTableMeta(root, { name: 'u', key: 'id', shards: ['a'], indices: [] });
+      const rows = (base: number) => arrow.tableFromArrays({ id: BigInt64Array.from({ length: 20_000 }, (_, i) => BigInt(base + i)), v: Float64Array.from({ length: 20_000 }, (_, i) => base + i) });
+      const sealed = await Promise.all([
+        ...[1, 2, 3].map((g) => sealGeneration(root, 't', 'a', rows(g * 100_000), { meta })),
+        ...[4, 5, 6].map((g) => sealGeneration(root, 'u', 'a', rows(g * 100_000), { meta: other })),
+      ]);
+      const firstIds: number[] = [];
+      for (const s of sealed) {
+        const t = await readIpcFile(s.path);
+        const ids = t.getChild('id')!.toArray() as BigInt64Array;
+        const v = t.getChild('v')!.toArray() as Float64Array;
+        expect(ids.length).toBe(20_000);
+        expect(Number(ids[0]) + 19_999).toBe(Number(ids[19_999]));
+        expect(v[123]).toBe(Number(ids[123]));
+        firstIds.push(Number(ids[0]));
+      }
+      expect(firstIds.sort((x, y) => x - y)).toEqual([1, 2, 3, 4, 5, 6].map((g) => g * 100_000));
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
