@@ -165,6 +165,7 @@ function dedup(tables: ArrowTable[]): ArrowTable | null {
  * Seqs are 1..G per shard, exactly what sealing into a fresh store assigns.
  */
 async function direct(root: string, method: string, gens: Map<string, ArrowTable[]>, total: number, perShard: boolean): Promise<Result> {
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const first = withSeqColumn(gens.get(SHARDS[0]!)![0]!, 1, KEY);
   const tbl = await openOrCreateLanceTable(root, TABLE, KEY, first.schema);
@@ -183,8 +184,9 @@ async function direct(root: string, method: string, gens: Map<string, ArrowTable
     }
   }
   const secs = seconds(t0);
+  const cpu = process.cpuUsage(cpu0);
   tbl.close();
-  return { method, rows: total, secs, note: `${merges} mergeInserts` };
+  return { method, rows: total, secs, note: `${merges} mergeInserts, ${((cpu.user + cpu.system) / 1e6).toFixed(2)} CPU s` };
 }
 
 /** Every row as one string, sorted by key: equal arrays mean equal tables. */

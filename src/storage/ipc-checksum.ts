@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type * as ArrowNs from 'apache-arrow';
+import { joinInto } from './scratch';
 
 // Arrow IPC has no checksum of its own: a flipped bit inside a column decodes as a
 // different value. So every IPC file written here carries the sha256 of its own bytes
@@ -55,12 +56,7 @@ export async function encodeChecksummed(arrow: typeof ArrowNs, table: ArrowNs.Ta
   const tagged = new arrow.Table(schema, table.batches.map((b) => new arrow.RecordBatch(schema, b.data)));
   const chunks: Uint8Array[] = [];
   for await (const c of arrow.RecordBatchFileWriter.writeAll(tagged)) chunks.push(c);
-  const buf = alloc(chunks.reduce((n, c) => n + c.byteLength, 0));
-  let offset = 0;
-  for (const c of chunks) {
-    buf.set(c, offset);
-    offset += c.byteLength;
-  }
+  const buf = joinInto(chunks, alloc);
   const at = occurrences(buf, placeholder);
   if (at.length === 0) throw new Error('encodeChecksummed: the checksum metadata is not in a schema message or the footer');
   const digest = digestWithout(buf, at);

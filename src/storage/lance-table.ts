@@ -1,7 +1,9 @@
 import * as lancedb from '@lancedb/lancedb';
 import { SEQ_COLUMN } from '../names';
 import { arrow, type ArrowTable, type Schema } from './arrow';
+import { acceptEncodedIpc, encodeForLance } from './lance-ipc-input';
 import { isS3, joinLoc } from './location';
+import { withScratch } from './scratch';
 import { storageAt } from './open-storage';
 import { lanceStorageOptions } from './s3-env';
 
@@ -104,12 +106,17 @@ export interface UpsertResult {
  */
 export async function conditionalUpsert(tbl: LanceTable, key: string, batch: ArrowTable, opts: { timeoutMs?: number } = {}): Promise<UpsertResult> {
   if (batch.numRows === 0) return { version: await tbl.version(), inserted: 0, updated: 0, skipped: true };
-  const r = await tbl
-    .mergeInsert(key)
-    .whenMatchedUpdateAll({ where: `target.${SEQ_COLUMN} < source.${SEQ_COLUMN}` })
-    .whenNotMatchedInsertAll()
-    // Measured: with a BTREE on the key, the index join is ~3x slower than a scan join.
-    .useIndex(false)
-    .execute(batch, opts.timeoutMs ? { timeoutMs: Math.max(1, Math.round(opts.timeoutMs)) } : undefined);
+  acceptEncodedIpc();
+  // The scratch stays lent until lancedb's promise settles (it copies the bytes first thing).
+  const r = await withScratch(async (alloc) => {
+    const data = await encodeForLance(batch, alloc);
+    return tbl
+      .mergeInsert(key)
+      .whenMatchedUpdateAll({ where: `target.${SEQ_COLUMN} < source.${SEQ_COLUMN}` })
+      .whenNotMatchedInsertAll()
+      // Measured: with a BTREE on the key, the index join is ~3x slower than a scan join.
+      .useIndex(false)
+      .execute(data as unknown as ArrowTable, opts.timeoutMs ? { timeoutMs: Math.max(1, Math.round(opts.timeoutMs)) } : undefined);
+  });
   return { version: r.version, inserted: r.numInsertedRows, updated: r.numUpdatedRows, skipped: false };
 }

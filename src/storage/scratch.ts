@@ -37,5 +37,16 @@ function keep(buf: Buffer): void {
   while (held > KEEP_BYTES) held -= free.shift()!.byteLength;
 }
 
+/** `chunks` (an encoder's output) joined into one buffer from `alloc`. */
+export function joinInto(chunks: readonly Uint8Array[], alloc: Alloc): Buffer {
+  const buf = alloc(chunks.reduce((n, c) => n + c.byteLength, 0));
+  let offset = 0;
+  for (const c of chunks) {
+    buf.set(c, offset);
+    offset += c.byteLength;
+  }
+  return buf;
+}
+
 /** Bytes currently kept for reuse (tests). */
 export const scratchKeptBytes = (): number => free.reduce((n, b) => n + b.byteLength, 0);
