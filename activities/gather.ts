@@ -39,38 +39,71 @@ class Chunks {
 }
 
 function gatherFixed(field: Field, columns: Vector[], picks: ArrayLike<number>): Vector {
-  const arrays = columns.map((c) => c.toArray() as ArrayLike<number | bigint>);
-  const ArrayType = field.type.ArrayType as new (n: number) => { [i: number]: number | bigint };
+  const arrays = columns.map((c) => c.toArray() as ArrayLike<number | bigint> & ArrayBufferView);
+  const ArrayType = field.type.ArrayType as new (n: number) => { [i: number]: number | bigint } & ArrayBufferView;
   const out = new ArrayType(picks.length);
-  for (let j = 0; j < picks.length; j++) {
-    const p = picks[j] as number;
-    const s = Math.floor(p / SHIFT);
-    out[j] = (arrays[s] as ArrayLike<number | bigint>)[p - s * SHIFT] as number | bigint;
+  if ((field.type as { bitWidth?: number }).bitWidth === 64 && arrow.DataType.isInt(field.type)) {
+    // As Int32 halves: reading a BigInt64Array element allocates a BigInt per row.
+    const ins = arrays.map((a) => new Int32Array(a.buffer, a.byteOffset, a.byteLength >> 2));
+    const o = new Int32Array(out.buffer, out.byteOffset, picks.length * 2);
+    for (let j = 0; j < picks.length; j++) {
+      const p = picks[j] as number;
+      const s = Math.floor(p / SHIFT);
+      const from = (ins[s] as Int32Array);
+      const r = 2 * (p - s * SHIFT);
+      o[2 * j] = from[r] as number;
+      o[2 * j + 1] = from[r + 1] as number;
+    }
+  } else {
+    for (let j = 0; j < picks.length; j++) {
+      const p = picks[j] as number;
+      const s = Math.floor(p / SHIFT);
+      out[j] = (arrays[s] as ArrayLike<number | bigint>)[p - s * SHIFT] as number | bigint;
+    }
   }
   return arrow.makeVector(arrow.makeData({ type: field.type, length: picks.length, nullCount: 0, data: out as never }));
 }
 
 function gatherUtf8(field: Field, columns: Vector[], picks: ArrayLike<number>): Vector | null {
-  const chunks = columns.map((c) => new Chunks(c));
-  const at = (p: number): [Data, number] => {
+  // Sources are usually one chunk each (a file read back): then index their buffers
+  // directly instead of locating a chunk per row.
+  const single = columns.every((c) => c.data.length === 1);
+  const chunks = single ? [] : columns.map((c) => new Chunks(c));
+  const vos = single ? columns.map((c) => c.data[0]!.valueOffsets as Int32Array) : [];
+  const vals = single ? columns.map((c) => c.data[0]!.values as Uint8Array) : [];
+  let vo: Int32Array = new Int32Array(0);
+  let val: Uint8Array = new Uint8Array(0);
+  // Sets vo/val to the pick's chunk and returns the row within it.
+  const at = (p: number): number => {
     const s = Math.floor(p / SHIFT);
+    if (single) {
+      vo = vos[s] as Int32Array;
+      val = vals[s] as Uint8Array;
+      return p - s * SHIFT;
+    }
     // Sliced Data has its offsets buffer sliced too: index it by the local row.
-    return (chunks[s] as Chunks).locate(p - s * SHIFT);
+    const [d, r] = (chunks[s] as Chunks).locate(p - s * SHIFT);
+    vo = d.valueOffsets as Int32Array;
+    val = d.values as Uint8Array;
+    return r;
   };
   const offsets = new Int32Array(picks.length + 1);
   let total = 0;
   for (let j = 0; j < picks.length; j++) {
-    const [d, r] = at(picks[j] as number);
-    const vo = d.valueOffsets as Int32Array;
+    const r = at(picks[j] as number);
     total += (vo[r + 1] as number) - (vo[r] as number);
     if (total > 0x7fffffff) return null;
     offsets[j + 1] = total;
   }
   const bytes = new Uint8Array(total);
   for (let j = 0; j < picks.length; j++) {
-    const [d, r] = at(picks[j] as number);
-    const vo = d.valueOffsets as Int32Array;
-    bytes.set((d.values as Uint8Array).subarray(vo[r] as number, vo[r + 1] as number), offsets[j] as number);
+    const r = at(picks[j] as number);
+    const start = vo[r] as number;
+    const end = vo[r + 1] as number;
+    let o = offsets[j] as number;
+    // Short values byte by byte: a subarray per row costs more than copying it.
+    if (end - start > 32) bytes.set(val.subarray(start, end), o);
+    else for (let b = start; b < end; b++) bytes[o++] = val[b] as number;
   }
   return arrow.makeVector(arrow.makeData({ type: field.type as InstanceType<typeof arrow.Utf8>, length: picks.length, nullCount: 0, valueOffsets: offsets, data: bytes }));
 }

@@ -8,13 +8,13 @@
 import { fmix32 } from '../src/fmix32';
 
 const EMPTY = 0;
+/** Cells of [slot, lo, hi]: one cache line per probe instead of one per array. */
+const STRIDE = 3;
 
 export class IntKeyTable {
   private mask: number;
-  private los: Int32Array;
-  private his: Int32Array;
-  /** 1 + index into picks; 0 = empty slot. */
-  private slots: Int32Array;
+  /** Per cell: 1 + index into picks (0 = empty), then the key's lo and hi halves. */
+  private cells: Int32Array;
   /** Winning row per key, in order of the key's first appearance (as Map iteration would be). */
   private picksArr: Float64Array;
   size = 0;
@@ -23,9 +23,7 @@ export class IntKeyTable {
     let cap = 16;
     while (cap < expected * 2) cap *= 2;
     this.mask = cap - 1;
-    this.los = new Int32Array(cap);
-    this.his = new Int32Array(cap);
-    this.slots = new Int32Array(cap);
+    this.cells = new Int32Array(cap * STRIDE);
     this.picksArr = new Float64Array(Math.max(16, expected));
   }
 
@@ -35,11 +33,13 @@ export class IntKeyTable {
 
   /** Sets the key's winner to `pick` (later calls win). */
   set(lo: number, hi: number, pick: number): void {
+    const cells = this.cells;
     let h = hash(lo, hi) & this.mask;
     for (;;) {
-      const s = this.slots[h] as number;
+      const c = h * STRIDE;
+      const s = cells[c] as number;
       if (s === EMPTY) break;
-      if (this.los[h] === lo && this.his[h] === hi) {
+      if (cells[c + 1] === lo && cells[c + 2] === hi) {
         this.picksArr[s - 1] = pick;
         return;
       }
@@ -52,30 +52,31 @@ export class IntKeyTable {
     }
     this.picksArr[this.size] = pick;
     this.size++;
-    this.slots[h] = this.size;
-    this.los[h] = lo;
-    this.his[h] = hi;
+    const c = h * STRIDE;
+    cells[c] = this.size;
+    cells[c + 1] = lo;
+    cells[c + 2] = hi;
     if (this.size * 2 > this.mask + 1) this.rehash();
   }
 
   private rehash(): void {
-    const { los, his, slots } = this;
+    const old = this.cells;
     const cap = (this.mask + 1) * 2;
     this.mask = cap - 1;
-    this.los = new Int32Array(cap);
-    this.his = new Int32Array(cap);
-    this.slots = new Int32Array(cap);
-    for (let i = 0; i < slots.length; i++) {
-      const s = slots[i] as number;
+    const cells = new Int32Array(cap * STRIDE);
+    for (let i = 0; i < old.length; i += STRIDE) {
+      const s = old[i] as number;
       if (s === EMPTY) continue;
-      const lo = los[i] as number;
-      const hi = his[i] as number;
+      const lo = old[i + 1] as number;
+      const hi = old[i + 2] as number;
       let h = hash(lo, hi) & this.mask;
-      while (this.slots[h] !== EMPTY) h = (h + 1) & this.mask;
-      this.slots[h] = s;
-      this.los[h] = lo;
-      this.his[h] = hi;
+      while (cells[h * STRIDE] !== EMPTY) h = (h + 1) & this.mask;
+      const c = h * STRIDE;
+      cells[c] = s;
+      cells[c + 1] = lo;
+      cells[c + 2] = hi;
     }
+    this.cells = cells;
   }
 }
 

@@ -56,6 +56,8 @@ describe('NewestRowPerKey on integer keys (typed hash table)', () => {
         const got = new Map(out.toArray().map((r: Record<string, unknown>) => [String(r.id), String(r.tag)]));
         expect(got).toEqual(want);
         expect(out.numRows).toBe(want.size);
+        // _seq is gathered too (as Int32 halves): the winner's generation.
+        for (const r of out.toArray() as Record<string, unknown>[]) expect(Number(r._seq)).toBe(Number(String(r.tag).split(':')[0]) + 1);
         expect(acc.single !== null).toBe(gens.length === 1 && new Set(gens[0]!.map(String)).size === gens[0]!.length);
       }),
       { numRuns: 200 },
