@@ -39,9 +39,20 @@ const { values: opt } = parseArgs({
     // Prints every activity and seal on one clock: where A's critical path waited.
     timeline: { type: 'boolean', default: false },
     storage: { type: 'string', default: 'fs' },
+    // Policy keys for A's table on top of the bench's own, e.g. '{"maxConcurrentPreparations":1}'.
+    policy: { type: 'string', default: '{}' },
   },
 });
 if (opt.storage !== 'fs' && opt.storage !== 's3') throw new Error(`--storage: ${JSON.stringify(opt.storage)} is not valid; accepted: fs, s3`);
+const POLICY = ((): Record<string, unknown> => {
+  try {
+    const p: unknown = JSON.parse(String(opt.policy));
+    if (p && typeof p === 'object' && !Array.isArray(p)) return p as Record<string, unknown>;
+  } catch {
+    // reported below
+  }
+  throw new Error(`--policy: ${JSON.stringify(opt.policy)} is not a JSON object of policy keys`);
+})();
 const positive = (name: string, v: string | undefined): number => {
   const n = Number(v);
   if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--${name}: ${JSON.stringify(v)} is not a positive integer`);
@@ -105,7 +116,7 @@ async function throughWorkflow(tmp: string, base: string, gens: Map<string, Arro
     const tables = new TableClient(client, taskQueue);
     const meta = await createTableMeta(root, { name: TABLE, key: KEY, shards: SHARDS, indices: [] });
     // Only merges take turns: optimize/index/gc would add commits B does not do.
-    await tables.start({ ...workflowArgsFor(meta), policy: { periodSecs: { optimize: 0, index: 0, gc: 0 } } });
+    await tables.start({ ...workflowArgsFor(meta), policy: { ...POLICY, periodSecs: { optimize: 0, index: 0, gc: 0 } } });
     const writer = await TableWriter.open(tables, root, TABLE);
     await writer.refreshPressure();
     const waiter = new MergeWaiter(client);
