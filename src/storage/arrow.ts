@@ -84,6 +84,8 @@ export interface ReadIpcOptions {
    * would otherwise pass as "no checksum"; 'optional' is for files users hand in.
    */
   checksum?: 'required' | 'optional';
+  /** Read into memory from this allocator (scratch.ts): the table is then valid only while that memory is lent. */
+  alloc?: Alloc;
 }
 
 /**
@@ -92,7 +94,7 @@ export interface ReadIpcOptions {
  * ENOENT is passed through unchanged so callers can tell "missing" from "corrupt".
  */
 export async function readIpcFile(file: string, opts: ReadIpcOptions = {}): Promise<ArrowTable> {
-  const buf = await storageOf(file).read(file);
+  const buf = await storageOf(file).read(file, opts.alloc);
   if (buf === null) throw notFound(file);
   // Smallest valid file: magic + padding (8) + footer length (4) + magic (6).
   if (buf.byteLength < 18) throw new CorruptArrowFileError(file, `only ${buf.byteLength} bytes`);

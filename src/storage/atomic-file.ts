@@ -8,9 +8,26 @@ import { TEMP_MARKER } from './layout';
 // commands start faster without it.
 
 /** A file's bytes, or null when it does not exist (any other error is thrown). */
-export async function readBytesIfExists(file: string): Promise<Buffer | null> {
+export async function readBytesIfExists(file: string, alloc?: (bytes: number) => Buffer): Promise<Buffer | null> {
   try {
-    return await fs.readFile(file);
+    if (!alloc) return await fs.readFile(file);
+    // Into the caller's (reused) memory: readFile's new buffer is fresh memory, whose
+    // first touch cost 17.6 ms per 3.6 MiB here against 1.0 ms into a reused one.
+    const h = await fs.open(file, 'r');
+    try {
+      const { size } = await h.stat();
+      const buf = alloc(size);
+      let at = 0;
+      while (at < size) {
+        const { bytesRead } = await h.read(buf, at, size - at, at);
+        if (bytesRead === 0) break;
+        at += bytesRead;
+      }
+      // A file that shrank while being read is returned short: its checksum refuses it.
+      return buf.subarray(0, at);
+    } finally {
+      await h.close();
+    }
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;

@@ -22,8 +22,8 @@ export class FsStorage implements Storage {
     return loc;
   }
 
-  async read(loc: string): Promise<Buffer | null> {
-    return readBytesIfExists(this.at(loc));
+  async read(loc: string, alloc?: (bytes: number) => Buffer): Promise<Buffer | null> {
+    return readBytesIfExists(this.at(loc), alloc);
   }
 
   async readVersioned(loc: string): Promise<Versioned | null> {

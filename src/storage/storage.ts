@@ -24,8 +24,11 @@ export interface Entry {
 export interface Storage {
   readonly kind: 'fs' | 's3';
   readonly root: string;
-  /** The bytes, or null when there is no such object. */
-  read(loc: string): Promise<Buffer | null>;
+  /**
+   * The bytes, or null when there is no such object. With `alloc` a backend may place
+   * them in memory from it (fs does; scratch.ts), valid only as long as that memory is.
+   */
+  read(loc: string, alloc?: (bytes: number) => Buffer): Promise<Buffer | null>;
   readVersioned(loc: string): Promise<Versioned | null>;
   stat(loc: string): Promise<{ size: number; mtimeMs: number } | null>;
   /** Creates `loc` durably unless it exists; false (nothing written) when it does. */

@@ -6,6 +6,8 @@ import { sealGeneration } from '../../src/storage/generation-store';
 import { generationFile, preparedFile, tableLayout } from '../../src/storage/layout';
 import { settleSealedHints } from '../../src/storage/sealed-hint';
 import { generateRows } from '../../src/writer';
+import { PreparedCache } from '../../activities/prepared-cache';
+import { withScratch } from '../../src/storage/scratch';
 import { makeFixture, run, sealMany, start, type Fixture } from './helpers';
 
 let f: Fixture;
@@ -194,6 +196,33 @@ describe('prepareMerge', () => {
       }
     } finally {
       cf.cleanup();
+    }
+  });
+});
+
+describe('prepareMerge reads several generations into reused memory', () => {
+  it('the batch it keeps for the commit owns its memory: scratch reused afterwards changes none of it', async () => {
+    const cache = new PreparedCache(256 * 2 ** 20);
+    const g = await makeFixture({ shards: 1, deps: { preparedCache: cache } });
+    try {
+      await sealMany(g, 's0', 5, 500);
+      // Several generations (read into scratch, copied out by the dedupe), and one (its own
+      // batch: the table read is what the cache keeps).
+      for (const [fromSeq, toSeq] of [[1, 4], [5, 5]] as const) {
+      const p = await run(g.acts.prepareMerge, [{ table: g.table, key: 'id', shard: 's0', fromSeq, toSeq }]);
+      const kept = cache.take(p.preparedPath!)!;
+      const rowsOf = (t: typeof kept): string => t.toArray().map((r) => `${r.id}:${r.value}:${r._seq}`).sort().join(',');
+      const before = rowsOf(kept);
+      // Lend (and scribble over) every kept scratch buffer, as the next preparation would.
+      await withScratch(async (alloc) => {
+        for (let i = 0; i < 64; i++) new Uint8Array(alloc(1).buffer).fill(0xa5);
+      });
+      expect(rowsOf(kept)).toBe(before);
+      expect(rowsOf(kept)).toBe(rowsOf(await readIpcFile(p.preparedPath!)));
+      expect(kept.numRows).toBeGreaterThanOrEqual(500);
+      }
+    } finally {
+      await g.cleanup();
     }
   });
 });
