@@ -41,13 +41,6 @@ function intHalves(vec: Vector): ((row: number, out: Int32Array) => void) | null
   };
 }
 
-/** A 64-bit integer key column of one chunk as its Int32 halves (lo, hi per row); null otherwise. */
-function int64Halves(vec: Vector): Int32Array | null {
-  if (vec.data.length !== 1 || !arrow.DataType.isInt(vec.type) || vec.type.bitWidth !== 64) return null;
-  const values = vec.data[0]!.values as ArrayBufferView;
-  return new Int32Array(values.buffer, values.byteOffset, vec.length * 2);
-}
-
 export class NewestRowPerKey {
   private readonly sources: ArrowTable[] = [];
   private readonly winner = new Map<unknown, number>();
@@ -90,17 +83,11 @@ export class NewestRowPerKey {
       this.ints ??= new IntKeyTable(table.numRows);
       const ints = this.ints;
       const base = s * SHIFT;
-      const wide = int64Halves(col);
-      if (wide) {
-        // The common case inline: no call per row to read the key.
-        const n = table.numRows;
-        for (let i = 0; i < n; i++) ints.set(wide[2 * i] as number, wide[2 * i + 1] as number, base + i);
-      } else {
-        const kv = new Int32Array(2);
-        for (let i = 0; i < table.numRows; i++) {
-          halves(i, kv);
-          ints.set(kv[0] as number, kv[1] as number, base + i);
-        }
+      const kv = new Int32Array(2);
+      const n = table.numRows;
+      for (let i = 0; i < n; i++) {
+        halves(i, kv);
+        ints.set(kv[0] as number, kv[1] as number, base + i);
       }
     } else {
       const keys = keyReader(col);
