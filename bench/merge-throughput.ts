@@ -6,7 +6,7 @@
 // Then checks the three Lance tables hold identical rows. Ratios, not absolute numbers:
 // these machines are noisy.
 //
-//   npx tsx bench/merge-throughput.ts [--shards 4] [--generations 40] [--rows 2500] [--storage fs|s3]
+//   npx tsx bench/merge-throughput.ts [--shards 4] [--generations 40] [--rows 2500] [--storage fs|s3] [--warm-up]
 //
 // --storage s3 keeps generations, prepared batches and the three Lance tables in a
 // local SeaweedFS (started here, like `turnstile dev --storage s3`) instead of a directory.
@@ -41,6 +41,10 @@ const { values: opt } = parseArgs({
     storage: { type: 'string', default: 'fs' },
     // Policy keys for A's table on top of the bench's own, e.g. '{"maxConcurrentPreparations":1}'.
     policy: { type: 'string', default: '{}' },
+    // Runs A once on a table of the same shape through the same worker and writers, and
+    // B1 once into a table of its own, before the timed runs: steady-state processes
+    // instead of ones that touch all their memory for the first time.
+    'warm-up': { type: 'boolean', default: false },
   },
 });
 if (opt.storage !== 'fs' && opt.storage !== 's3') throw new Error(`--storage: ${JSON.stringify(opt.storage)} is not valid; accepted: fs, s3`);
@@ -63,6 +67,7 @@ const GENERATIONS = positive('generations', opt.generations);
 const ROWS = positive('rows', opt.rows);
 const KEY = 'id';
 const TABLE = `bench-${process.pid}`; // unique, in case TEMPORAL_ADDRESS points at a shared server
+const WARM_UP = opt['warm-up'] === true;
 
 // Overlapping keys: generation g of a shard samples ROWS of the ~2*ROWS keys of its
 // window that route to it, and the window slides by a quarter of its width, so most
@@ -114,49 +119,58 @@ async function throughWorkflow(tmp: string, base: string, gens: Map<string, Arro
     const taskQueue = `bench-merge-${process.pid}`;
     worker = await startWorkerProcess(address, taskQueue, root);
     const tables = new TableClient(client, taskQueue);
-    const meta = await createTableMeta(root, { name: TABLE, key: KEY, shards: SHARDS, indices: [] });
-    // Only merges take turns: optimize/index/gc would add commits B does not do.
-    await tables.start({ ...workflowArgsFor(meta), policy: { ...POLICY, periodSecs: { optimize: 0, index: 0, gc: 0 } } });
-    const writer = await TableWriter.open(tables, root, TABLE);
-    await writer.refreshPressure();
-    const waiter = new MergeWaiter(client);
-    const sealMs: number[] = [];
-    const sealedAt: { shard: string; seq: number; atMs: number }[] = [];
-    let bytesSealed = 0;
+    const w = worker;
+    // One table sealed and merged to the end; the timed run, or a warm-up of the same shape.
+    const round = async (name: string): Promise<RunA> => {
+      const meta = await createTableMeta(root, { name, key: KEY, shards: SHARDS, indices: [] });
+      // Only merges take turns: optimize/index/gc would add commits B does not do.
+      await tables.start({ ...workflowArgsFor(meta), policy: { ...POLICY, periodSecs: { optimize: 0, index: 0, gc: 0 } } });
+      const writer = await TableWriter.open(tables, root, name);
+      await writer.refreshPressure();
+      const waiter = new MergeWaiter(client);
+      const sealMs: number[] = [];
+      const sealedAt: { shard: string; seq: number; atMs: number }[] = [];
+      let bytesSealed = 0;
 
-    const cpu0 = { worker: cpuSeconds(worker.pid!), server: server ? cpuSeconds(server.pid) : null, bench: process.cpuUsage() };
-    const t0 = performance.now();
-    const t0Epoch = Date.now();
-    // One writer loop per shard, as independent writers would seal; each then waits
-    // for its own last seq (the waiter coalesces, so this is one update per shard).
-    await Promise.all(
-      SHARDS.map(async (shard) => {
-        let last = 0;
-        for (const g of gens.get(shard)!) {
-          const ts = performance.now();
-          const r = await writer.write(shard, g);
-          sealMs.push(performance.now() - ts);
-          sealedAt.push({ shard, seq: r.seq, atMs: performance.now() - t0 });
-          bytesSealed += r.bytes;
-          last = r.seq;
-        }
-        await waiter.wait(TABLE, shard, last);
-      }),
-    );
-    const secs = seconds(t0);
-    const cpu = cpuDuring(cpu0, worker.pid!, server?.pid);
-    const { signalError } = await writer.close();
-    if (signalError) throw new Error(`demand signal failed: ${signalError}`);
-    const workerPeakRss = peakRssBytes(worker.pid!);
-    const status = await tables.status(TABLE);
-    const history = await tables.handle(TABLE).fetchHistory();
-    const phases = phasesOf(history, sealMs);
-    if (opt.timeline) console.log(['timeline (ms after the first seal):', ...formatTimeline(history, t0Epoch, sealedAt)].join('\n'));
-    const note = `${status.counters.turns.merge} merge turns, ${status.counters.rowsMerged} rows changed, ${writer.demand.signalsSent} demand signals`;
-    return { result: { method: 'A  Turnstile (workflow)', rows: total, secs, note }, root, phases, workerPeakRss, bytesSealed, cpu };
+      const cpu0 = { worker: cpuSeconds(w.pid!), server: server ? cpuSeconds(server.pid) : null, bench: process.cpuUsage() };
+      const t0 = performance.now();
+      const t0Epoch = Date.now();
+      // One writer loop per shard, as independent writers would seal; each then waits
+      // for its own last seq (the waiter coalesces, so this is one update per shard).
+      await Promise.all(
+        SHARDS.map(async (shard) => {
+          let last = 0;
+          for (const g of gens.get(shard)!) {
+            const ts = performance.now();
+            const r = await writer.write(shard, g);
+            sealMs.push(performance.now() - ts);
+            sealedAt.push({ shard, seq: r.seq, atMs: performance.now() - t0 });
+            bytesSealed += r.bytes;
+            last = r.seq;
+          }
+          await waiter.wait(name, shard, last);
+        }),
+      );
+      const secs = seconds(t0);
+      const cpu = cpuDuring(cpu0, w.pid!, server?.pid);
+      const { signalError } = await writer.close();
+      if (signalError) throw new Error(`demand signal failed: ${signalError}`);
+      const workerPeakRss = peakRssBytes(w.pid!);
+      const status = await tables.status(name);
+      const history = await tables.handle(name).fetchHistory();
+      const phases = phasesOf(history, sealMs);
+      if (opt.timeline && name === TABLE) console.log(['timeline (ms after the first seal):', ...formatTimeline(history, t0Epoch, sealedAt)].join('\n'));
+      const note = `${status.counters.turns.merge} merge turns, ${status.counters.rowsMerged} rows changed, ${writer.demand.signalsSent} demand signals`;
+      return { result: { method: 'A  Turnstile (workflow)', rows: total, secs, note }, root, phases, workerPeakRss, bytesSealed, cpu };
+    };
+    if (WARM_UP) {
+      const warm = await round(`${TABLE}-warm-up`);
+      console.log(`A warm-up (not timed): ${warm.result.secs.toFixed(2)} s, worker CPU ${warm.cpu.worker?.toFixed(2) ?? '?'} s`);
+    }
+    return await round(TABLE);
   } finally {
     // The workflow would otherwise run on forever on an external server.
-    await client.workflow.getHandle(workflowIdForTable(TABLE)).terminate('benchmark done').catch(() => undefined);
+    for (const name of WARM_UP ? [TABLE, `${TABLE}-warm-up`] : [TABLE]) await client.workflow.getHandle(workflowIdForTable(name)).terminate('benchmark done').catch(() => undefined);
     await stopProcess(worker);
     await client.connection.close();
     await server?.stop();
@@ -242,6 +256,10 @@ async function main(): Promise<void> {
 
     const a = await throughWorkflow(tmp, base, gens, total);
     console.log(`A  done in ${a.result.secs.toFixed(2)} s (${a.result.note})`);
+    if (WARM_UP) {
+      const warm = await direct(joinLoc(base, 'direct-warm-up'), 'B1 warm-up', gens, total, false);
+      console.log(`B1 warm-up (not timed): ${warm.secs.toFixed(2)} s`);
+    }
     const b1 = await direct(joinLoc(base, 'direct-per-generation'), 'B1 direct, 1 merge/generation', gens, total, false);
     console.log(`B1 done in ${b1.secs.toFixed(2)} s`);
     const b2 = await direct(joinLoc(base, 'direct-per-shard'), 'B2 direct, 1 merge/shard', gens, total, true);

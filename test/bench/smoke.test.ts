@@ -23,8 +23,10 @@ async function bench(file: string, args: string[]): Promise<string> {
 }
 
 test('merge-throughput: A equals B1 row for row, and the phase report is printed', async () => {
-  const out = await bench('merge-throughput.ts', ['--shards', '2', '--generations', '3', '--rows', '200']);
+  const out = await bench('merge-throughput.ts', ['--shards', '2', '--generations', '3', '--rows', '200', '--warm-up']);
   expect(out).toMatch(/content check: PASS/);
+  expect(out).toMatch(/^A warm-up \(not timed\): [\d.]+ s, worker CPU [\d.?]+/m);
+  expect(out).toMatch(/^B1 warm-up \(not timed\): [\d.]+ s$/m);
   expect(out).toMatch(/^A +Turnstile \(workflow\) +1200 +[\d.]+ +\d+ +[\d.]+x/m);
   for (const phase of ['seal (per generation', 'demand signal -> preparation started', 'commit: Lance mergeInsert', 'turn handoff', 'workflow task started -> completed']) expect(out).toContain(phase);
   expect(out).toMatch(/worker peak RSS [\d.]+ MiB for [\d.]+ MiB of generations merged/);
