@@ -68,6 +68,7 @@ const ROWS = positive('rows', opt.rows);
 const KEY = 'id';
 const TABLE = `bench-${process.pid}`; // unique, in case TEMPORAL_ADDRESS points at a shared server
 const WARM_UP = opt['warm-up'] === true;
+const WARM_UP_TABLE = `${TABLE}-warm-up`;
 
 // Overlapping keys: generation g of a shard samples ROWS of the ~2*ROWS keys of its
 // window that route to it, and the window slides by a quarter of its width, so most
@@ -117,9 +118,9 @@ async function throughWorkflow(tmp: string, base: string, gens: Map<string, Arro
   const client = await connectClient({ address, namespace: 'default' });
   try {
     const taskQueue = `bench-merge-${process.pid}`;
-    worker = await startWorkerProcess(address, taskQueue, root);
+    const w = await startWorkerProcess(address, taskQueue, root);
+    worker = w;
     const tables = new TableClient(client, taskQueue);
-    const w = worker;
     // One table sealed and merged to the end; the timed run, or a warm-up of the same shape.
     const round = async (name: string): Promise<RunA> => {
       const meta = await createTableMeta(root, { name, key: KEY, shards: SHARDS, indices: [] });
@@ -164,13 +165,13 @@ async function throughWorkflow(tmp: string, base: string, gens: Map<string, Arro
       return { result: { method: 'A  Turnstile (workflow)', rows: total, secs, note }, root, phases, workerPeakRss, bytesSealed, cpu };
     };
     if (WARM_UP) {
-      const warm = await round(`${TABLE}-warm-up`);
+      const warm = await round(WARM_UP_TABLE);
       console.log(`A warm-up (not timed): ${warm.result.secs.toFixed(2)} s, worker CPU ${warm.cpu.worker?.toFixed(2) ?? '?'} s`);
     }
     return await round(TABLE);
   } finally {
     // The workflow would otherwise run on forever on an external server.
-    for (const name of WARM_UP ? [TABLE, `${TABLE}-warm-up`] : [TABLE]) await client.workflow.getHandle(workflowIdForTable(name)).terminate('benchmark done').catch(() => undefined);
+    for (const name of WARM_UP ? [TABLE, WARM_UP_TABLE] : [TABLE]) await client.workflow.getHandle(workflowIdForTable(name)).terminate('benchmark done').catch(() => undefined);
     await stopProcess(worker);
     await client.connection.close();
     await server?.stop();
