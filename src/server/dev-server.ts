@@ -179,7 +179,9 @@ async function startOnce(opts: DevServerOptions): Promise<DevServer> {
   const { child, watchdog, killNow } = spawnOwned(opts.binary, args, opts.logFile);
   const address = `127.0.0.1:${port}`;
   try {
-    await waitUntilServing(address, child, 60_000);
+    // Generous: the first start on a fresh machine maps a 250 MB binary from a cold page
+    // cache while the rest of the first run still builds (measured: 96 s under such load).
+    await waitUntilServing(address, child, 180_000);
   } catch (e) {
     killNow();
     process.off('exit', killNow);
