@@ -21,7 +21,7 @@ import { createTableMeta } from '../src/storage/generation-store';
 import { generateRows } from '../src/writer';
 import { activityRunsOf } from '../test/support/history';
 import { stat, workflowTaskLatencies } from './phases';
-import { benchServer, cpuSeconds, mib, peakRssBytes, startWorkerProcess, stopProcess } from './support';
+import { benchServer, cpuSeconds, mib, minorFaults, peakRssBytes, startWorkerProcess, stopProcess } from './support';
 
 const E = temporal.api.enums.v1.EventType;
 
@@ -86,7 +86,7 @@ async function main(): Promise<void> {
     for (const name of names) writers.push(await TableWriter.open(tables, root, name));
     console.log(`started ${TABLES} table workflows in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 
-    const cpu0 = { server: server ? cpuSeconds(server.pid) : null, workers: workers.map((w) => cpuSeconds(w.pid!)) };
+    const cpu0 = { server: server ? cpuSeconds(server.pid) : null, workers: workers.map((w) => cpuSeconds(w.pid!)), faults: workers.map((w) => minorFaults(w.pid!)) };
     const waiter = new MergeWaiter(client);
     const latencies: number[] = [];
     const failures: string[] = [];
@@ -144,7 +144,7 @@ async function main(): Promise<void> {
       }
     }
     const runSecs = (performance.now() - startAt) / 1000;
-    const cpu1 = { server: server ? cpuSeconds(server.pid) : null, workers: workers.map((w) => cpuSeconds(w.pid!)) };
+    const cpu1 = { server: server ? cpuSeconds(server.pid) : null, workers: workers.map((w) => cpuSeconds(w.pid!)), faults: workers.map((w) => minorFaults(w.pid!)) };
 
     // Workflow task timeouts/failures and history sizes, from every table's history.
     let wftFailures = 0;
@@ -201,7 +201,8 @@ async function main(): Promise<void> {
     console.log(`server: CPU ${serverCpu === null ? 'unknown (external server)' : `${serverCpu.toFixed(1)} s (${((100 * serverCpu) / runSecs).toFixed(0)}% of one core, ${((1000 * serverCpu) / Math.max(1, sealed)).toFixed(0)} ms per seal)`}, peak RSS ${server ? mib(peakRssBytes(server.pid)) : 'unknown'}`);
     workers.forEach((w, i) => {
       const c = d(cpu0.workers[i] ?? null, cpu1.workers[i] ?? null);
-      console.log(`worker ${i + 1}: CPU ${c === null ? 'unknown' : `${c.toFixed(1)} s (${((100 * c) / runSecs).toFixed(0)}% of one core)`}, peak RSS ${mib(peakRssBytes(w.pid!))}`);
+      const faults = d(cpu0.faults[i] ?? null, cpu1.faults[i] ?? null);
+      console.log(`worker ${i + 1}: CPU ${c === null ? 'unknown' : `${c.toFixed(1)} s (${((100 * c) / runSecs).toFixed(0)}% of one core)`}, peak RSS ${mib(peakRssBytes(w.pid!))}, page faults ${faults ?? 'unknown'}`);
     });
     // Falling behind is a result (reported above), not a failure; errors are.
     process.exitCode = failures.length === 0 ? 0 : 1;

@@ -29,7 +29,7 @@ import { conditionalUpsert, openLanceTable, openOrCreateLanceTable } from '../sr
 import { tableFromRows, withSeqColumn } from '../src/storage/records';
 import { generateRows } from '../src/writer';
 import { formatPhases, formatTimeline, phasesOf, type Phases } from './phases';
-import { benchS3, benchServer, cpuSeconds, peakRssBytes, startWorkerProcess, stopProcess } from './support';
+import { benchS3, benchServer, cpuSeconds, minorFaults, peakRssBytes, startWorkerProcess, stopProcess } from './support';
 
 const { values: opt } = parseArgs({
   options: {
@@ -90,15 +90,17 @@ const seconds = (t0: number): number => (performance.now() - t0) / 1000;
 
 interface CpuUse {
   worker: number | null;
+  /** The worker's minor page faults: memory it touched for the first time. */
+  workerFaults: number | null;
   server: number | null;
   bench: number;
 }
 
 /** CPU seconds each process spent since `at`: whether A was bound by the 2 cores or by waiting. */
-function cpuDuring(at: { worker: number | null; server: number | null; bench: NodeJS.CpuUsage }, workerPid: number, serverPid: number | undefined): CpuUse {
+function cpuDuring(at: { worker: number | null; workerFaults: number | null; server: number | null; bench: NodeJS.CpuUsage }, workerPid: number, serverPid: number | undefined): CpuUse {
   const since = (now: number | null, then: number | null): number | null => (now === null || then === null ? null : now - then);
   const b = process.cpuUsage(at.bench);
-  return { worker: since(cpuSeconds(workerPid), at.worker), server: serverPid === undefined ? null : since(cpuSeconds(serverPid), at.server), bench: (b.user + b.system) / 1e6 };
+  return { worker: since(cpuSeconds(workerPid), at.worker), workerFaults: since(minorFaults(workerPid), at.workerFaults), server: serverPid === undefined ? null : since(cpuSeconds(serverPid), at.server), bench: (b.user + b.system) / 1e6 };
 }
 
 interface RunA {
@@ -133,7 +135,7 @@ async function throughWorkflow(tmp: string, base: string, gens: Map<string, Arro
       const sealedAt: { shard: string; seq: number; atMs: number }[] = [];
       let bytesSealed = 0;
 
-      const cpu0 = { worker: cpuSeconds(w.pid!), server: server ? cpuSeconds(server.pid) : null, bench: process.cpuUsage() };
+      const cpu0 = { worker: cpuSeconds(w.pid!), workerFaults: minorFaults(w.pid!), server: server ? cpuSeconds(server.pid) : null, bench: process.cpuUsage() };
       const t0 = performance.now();
       const t0Epoch = Date.now();
       // One writer loop per shard, as independent writers would seal; each then waits
@@ -166,7 +168,7 @@ async function throughWorkflow(tmp: string, base: string, gens: Map<string, Arro
     };
     if (WARM_UP) {
       const warm = await round(WARM_UP_TABLE);
-      console.log(`A warm-up (not timed): ${warm.result.secs.toFixed(2)} s, worker CPU ${warm.cpu.worker?.toFixed(2) ?? '?'} s`);
+      console.log(`A warm-up (not timed): ${warm.result.secs.toFixed(2)} s, worker CPU ${warm.cpu.worker?.toFixed(2) ?? '?'} s, ${warm.cpu.workerFaults ?? '?'} page faults`);
     }
     return await round(TABLE);
   } finally {
@@ -276,7 +278,7 @@ async function main(): Promise<void> {
     console.log(`\nworker peak RSS ${a.workerPeakRss === null ? 'unknown (no /proc)' : mib(a.workerPeakRss)} for ${mib(a.bytesSealed)} of generations merged (${a.workerPeakRss === null ? '-' : (a.workerPeakRss / a.bytesSealed).toFixed(1)}x)`);
     const f = (x: number | null) => (x === null ? '?' : `${x.toFixed(2)} s`);
     const busy = [a.cpu.worker, a.cpu.server, a.cpu.bench].reduce<number>((t, x) => t + (x ?? 0), 0);
-    console.log(`CPU during A (${a.result.secs.toFixed(2)} s wall, ${os.cpus().length} cores): worker ${f(a.cpu.worker)}, server ${f(a.cpu.server)}, writers ${f(a.cpu.bench)}: ${(busy / a.result.secs).toFixed(2)} cores busy`);
+    console.log(`CPU during A (${a.result.secs.toFixed(2)} s wall, ${os.cpus().length} cores): worker ${f(a.cpu.worker)}, server ${f(a.cpu.server)}, writers ${f(a.cpu.bench)}: ${(busy / a.result.secs).toFixed(2)} cores busy; worker page faults ${a.cpu.workerFaults ?? '?'}`);
     console.log(`\ncontent check: ${ok ? 'PASS' : 'FAIL'}`);
     process.exitCode = ok ? 0 : 1;
   } finally {

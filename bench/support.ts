@@ -66,14 +66,28 @@ export async function stopProcess(child: ChildProcess | undefined): Promise<void
 }
 
 /** CPU seconds (user + system) a live process has used so far, from /proc (clock ticks of 1/100 s). */
-export function cpuSeconds(pid: number): number | null {
+/** Fields of /proc/PID/stat after the command (field 3, state, is index 0), or null without /proc. */
+function procStat(pid: number): string[] | null {
   try {
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
-    // After the command: state is field 3, utime and stime are fields 14 and 15 (1-based).
-    return (Number(fields[11]) + Number(fields[12])) / 100;
+    return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
   } catch {
     return null;
   }
+}
+
+export function cpuSeconds(pid: number): number | null {
+  const fields = procStat(pid);
+  // utime and stime are fields 14 and 15 (1-based).
+  return fields ? (Number(fields[11]) + Number(fields[12])) / 100 : null;
+}
+
+/**
+ * Minor page faults so far (field 10): each is a page touched for the first time since
+ * the process got it from the kernel, ~4 us apiece on these VMs (bench/README.md).
+ */
+export function minorFaults(pid: number): number | null {
+  const fields = procStat(pid);
+  return fields ? Number(fields[7]) : null;
 }
 
 export const mib = (bytes: number | null): string => (bytes === null ? 'unknown' : `${(bytes / 2 ** 20).toFixed(1)} MiB`);
