@@ -2,9 +2,11 @@ import type { ActivityInboundCallsInterceptor, ActivityInterceptorsFactory } fro
 import { Context } from '@temporalio/activity';
 import { mapCommonError } from './failures';
 import { activityEnded } from './metrics';
+import { progressEnded } from './progress';
 
 // The one wrapper of every activity: it also closes the activity's last progress phase
-// for the phase-duration metric (metrics.ts). The one error wrapper: errors every activity maps the same way
+// for the phase-duration metric (metrics.ts) and drops a first heartbeat still held
+// back (progress.ts). The one error wrapper: errors every activity maps the same way
 // (see failures.ts) are mapped here, once, instead of a try/catch in each. Workers
 // register it (src/worker/create-worker.ts); activity tests run under it too.
 
@@ -16,6 +18,7 @@ class CommonErrors implements ActivityInboundCallsInterceptor {
       throw mapCommonError(err);
     } finally {
       activityEnded(Context.current());
+      progressEnded(Context.current());
     }
   }
 }

@@ -9,16 +9,63 @@ import { phaseReached } from './metrics';
 // step (a mergeInsert, an optimize), which cannot report progress from inside: it
 // declares a deadline and is kept alive only until then, so a hung call is still caught.
 
+// The SDK sends an activity's first heartbeat at once and throttles the rest, and the
+// server records each one it gets as a write of the workflow's state. A commit of a small
+// generation takes ~100 ms, and its one heartbeat was one of the ~7 writes its seal cost
+// the server. So the first heartbeat waits FIRST_HEARTBEAT_AFTER_MS (a quarter of the
+// heartbeat timeout if that is less) and then carries the latest details; an activity
+// that ends before sends none. A stall is caught at most that much later.
+export const FIRST_HEARTBEAT_AFTER_MS = 1000;
+
+/** What to do when an activity ends (its reporters' held-back first heartbeat is dropped). */
+const onEnd = new WeakMap<Context, (() => void)[]>();
+
+/** Called by the activity interceptor when the activity returns or fails. */
+export function progressEnded(ctx: Context): void {
+  for (const f of onEnd.get(ctx) ?? []) f();
+  onEnd.delete(ctx);
+}
+
 export class ProgressReporter {
   private last: string | undefined;
   private lastDetails: Progress | undefined;
   readonly ctx: Context;
+  /** Until then heartbeats are held back (the latest is kept); after it they go at once. */
+  private readonly firstBeatAtMs: number;
+  private held: { details: Progress; timer: ReturnType<typeof setTimeout> } | null = null;
+  private ended = false;
 
   constructor(
     readonly activity: string,
     private readonly faults?: FaultHooks,
   ) {
     this.ctx = Context.current();
+    const timeout = this.ctx.info.heartbeatTimeoutMs;
+    this.firstBeatAtMs = Date.now() + (timeout ? Math.min(FIRST_HEARTBEAT_AFTER_MS, timeout / 4) : 0);
+    onEnd.set(this.ctx, [...(onEnd.get(this.ctx) ?? []), () => this.end()]);
+  }
+
+  private beat(details: Progress): void {
+    if (this.ended) return;
+    const wait = this.firstBeatAtMs - Date.now();
+    if (wait <= 0 && this.held === null) return this.ctx.heartbeat(details);
+    if (this.held !== null) {
+      this.held.details = details;
+      return;
+    }
+    const timer = setTimeout(() => {
+      const h = this.held;
+      this.held = null;
+      if (h && !this.ended) this.ctx.heartbeat(h.details);
+    }, wait);
+    timer.unref();
+    this.held = { details, timer };
+  }
+
+  private end(): void {
+    this.ended = true;
+    if (this.held) clearTimeout(this.held.timer);
+    this.held = null;
   }
 
   get attempt(): number {
@@ -38,7 +85,7 @@ export class ProgressReporter {
     this.last = text;
     this.lastDetails = details;
     phaseReached(this.ctx, details.phase);
-    this.ctx.heartbeat(details);
+    this.beat(details);
   }
 
   throwIfCancelled(): void {
@@ -74,7 +121,7 @@ export class ProgressReporter {
     const timeout = this.ctx.info.heartbeatTimeoutMs;
     const every = timeout ? Math.max(50, Math.floor(timeout / 3)) : 1000;
     const timer = setInterval(() => {
-      if (Date.now() < details.deadlineMs) this.ctx.heartbeat(details);
+      if (Date.now() < details.deadlineMs) this.beat(details);
       else clearInterval(timer);
     }, every);
     try {
