@@ -88,7 +88,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   const stalled = new Set(args.carried?.stalled ?? []);
   const inbox: PolicyEvent[] = [{ type: 'timer' }];
   const alarm = new Alarm();
-  const publishToUi = createUiPublisher();
+  const publishToUi = createUiPublisher(patched('quiet-direct-turns'));
   const publishMetrics = createMetricsPublisher(st);
   // The drain ETA's window of rate samples and the record of the last turn grants: kept
   // by the shell (the core's decisions do not depend on them), carried across continue-as-new.

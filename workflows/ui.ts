@@ -1,25 +1,33 @@
 import { setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
-import { backlogOf, formatDrain, headroomLine, statusView, type DrainEstimate } from '../src/policy';
+import { backlogOf, formatDrain, headroomLine, justGrantedDirect, statusView, type DrainEstimate } from '../src/policy';
 import type { TableState } from '../src/policy/types';
 import * as sa from './search-attributes';
 
 // What the Temporal UI shows of a table: search attributes (durable, filterable) upserted
 // only when they change, and a short markdown summary as the workflow's current details.
 
-// Every upsert is a history event. Turn holder, stalled, paused and backlog reaching or
-// leaving 0 are published at once; backlog and pressure moving within non-zero values
-// at most once a second (the next event or the periodic snapshot brings them up to date).
+// Every upsert is a history event and a write of the visibility store. Turn holder,
+// stalled, paused and backlog reaching or leaving 0 are published at once; backlog and
+// pressure moving within non-zero values at most once a second (the next event or the
+// periodic snapshot brings them up to date). A direct merge (one small generation) that
+// has just taken the turn is not published: its commit is over in ~100 ms, before a list
+// could show it, and publishing it and its end was two of the 16 events of every such
+// seal. If a later activation still sees it holding the turn, that one publishes it.
 const NUMBERS_EVERY_MS = 1000;
 
-/** One publisher per workflow run: it remembers what it last upserted and when. */
-export function createUiPublisher(): (st: TableState, stalled: boolean, nowMs: number, drain: DrainEstimate) => void {
+/**
+ * One publisher per workflow run: it remembers what it last upserted and when.
+ * `quietDirectTurns` false: runs recorded before that rule replay with their upserts.
+ */
+export function createUiPublisher(quietDirectTurns: boolean): (st: TableState, stalled: boolean, nowMs: number, drain: DrainEstimate) => void {
   let last: Published | null = null;
   let lastAtMs = 0;
   return (st, stalled, nowMs, drain) => {
     const next = published(st, stalled);
     const changed = JSON.stringify(next) !== JSON.stringify(last);
     const urgent = last === null || categorical(next) !== categorical(last);
-    if (changed && (urgent || nowMs - lastAtMs >= NUMBERS_EVERY_MS)) {
+    const brief = quietDirectTurns && last !== null && justGrantedDirect(st, nowMs);
+    if (changed && !brief && (urgent || nowMs - lastAtMs >= NUMBERS_EVERY_MS)) {
       upsert(next);
       last = next;
       lastAtMs = nowMs;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { justGrantedDirect } from '../../src/policy';
 import { commits, committed, Driver, prepared, prepares, quietTable } from './helpers';
 
 // Direct merges (src/policy/units.ts): a single small generation whose writer reported
@@ -16,6 +17,21 @@ describe('direct merges', () => {
     expect(c[0]!.unit.prepared).toMatchObject({ shard: 's0', fromSeq: 1, toSeq: 1, preparedPath: null, bytes: 5000, direct: true });
     d.at(100).send(committed('merge/s0', 2));
     expect(d.state.shards.find((s) => s.shard === 's0')!.mergedThroughSeq).toBe(1);
+  });
+
+  it('justGrantedDirect: only in the instant a direct merge takes the turn (the UI publisher leaves it out)', () => {
+    const d = new Driver(quietTable());
+    d.send(demand('s0', 1, 5000));
+    expect(justGrantedDirect(d.state, 0)).toBe(true);
+    expect(justGrantedDirect(d.state, 5)).toBe(false);
+    d.at(100).send(committed('merge/s0', 2));
+    expect(justGrantedDirect(d.state, 100)).toBe(false);
+    // A prepared merge taking the turn is published as before.
+    const p = new Driver(quietTable());
+    p.send(demand('s0', 1));
+    p.at(10).send(prepared('merge/s0'));
+    expect(p.state.turn?.unitId).toBe('merge/s0');
+    expect(justGrantedDirect(p.state, 10)).toBe(false);
   });
 
   it('prepared as before: size unknown, above directMergeMaxBytes, several generations, or directMergeMaxBytes 0', () => {

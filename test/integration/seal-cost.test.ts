@@ -1,0 +1,73 @@
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { createTableMeta } from '../../src/storage/generation-store';
+import { generateRows } from '../../src/writer';
+import { TableWriter } from '../../src/client/table-writer';
+import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';
+import { activityRuns, historyEvents } from '../support/history';
+
+// What a small seal costs the table's history (bench/README.md, "Many tables"): a direct
+// merge's turn lasts ~100 ms, so it is not published as a search attribute unless a
+// later activation still sees it holding the turn.
+
+let h: Harness;
+let releaseCommit: (() => void) | null = null;
+let frozen: (() => void) | null = null;
+beforeAll(async () => {
+  h = await startHarness({
+    name: 'seal-cost',
+    deps: {
+      faults: {
+        // The commit of the generation sealed while `frozen` is set waits to be released.
+        freezeProgress: (pt) => {
+          if (pt.activity !== 'commitMerge' || pt.phase !== 'commit' || frozen === null) return;
+          const reached = frozen;
+          frozen = null;
+          return new Promise<void>((resolve) => {
+            releaseCommit = resolve;
+            reached();
+          });
+        },
+      },
+    },
+  });
+});
+afterAll(async () => h?.close());
+
+const mergedThrough = async (table: string): Promise<number> => (await h.tables.status(table)).shards[0]?.mergedThroughSeq ?? 0;
+
+async function listedWithHolder(table: string, holder: string): Promise<boolean> {
+  for await (const wf of h.client.workflow.list({ query: `TurnstileTable = '${table}' AND TurnstileTurnHolder = '${holder}'` })) if (wf.workflowId === `table/${table}`) return true;
+  return false;
+}
+
+test('small seals merge directly and upsert no search attributes; a direct turn a later activation still sees is published', async () => {
+  const table = uniqueName('cost');
+  await createTableMeta(h.dataRoot, { name: table, key: 'id', shards: ['s0'], indices: [] });
+  const writer = await TableWriter.open(h.tables, h.dataRoot, table);
+  const seal = async (g: number): Promise<number> => (await writer.write('s0', generateRows({ keys: [g * 10, g * 10 + 49], shard: 's0', shards: ['s0'], seed: g }))).seq;
+
+  // Steady state: each seal merged (read through the state query: no history events) before the next.
+  for (let g = 0; g < 4; g++) {
+    const seq = await seal(g);
+    await eventually(async () => (await mergedThrough(table)) >= seq, `seq ${seq} merged`);
+  }
+  const handle = h.tables.handle(table);
+  const runs = (await activityRuns(handle)).filter((r) => r.type !== 'snapshot');
+  expect(runs.map((r) => r.type)).toEqual(['commitMerge', 'commitMerge', 'commitMerge', 'commitMerge']);
+  // The first seal's demand may come in the run's first activation, which publishes
+  // everything (the turn it grants included); from the second commit on, nothing.
+  const secondCommitClosed = runs[1]!.closedEventId!;
+  const upserts = (await historyEvents(handle, 'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES')).filter((e) => Number(e.eventId) > secondCommitClosed);
+  expect(upserts).toEqual([]);
+
+  // A commit that lasts: the next activation (another seal's demand) publishes its turn.
+  const reached = new Promise<void>((resolve) => (frozen = resolve));
+  const held = await seal(4);
+  await reached;
+  expect(await listedWithHolder(table, 'merge/s0')).toBe(false);
+  const next = await seal(5);
+  await eventually(() => listedWithHolder(table, 'merge/s0'), 'the held turn listed by TurnstileTurnHolder');
+  releaseCommit!();
+  await eventually(async () => (await mergedThrough(table)) >= next, `seq ${held}-${next} merged`);
+  await writer.close();
+});
