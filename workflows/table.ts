@@ -80,6 +80,9 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   // Grouped merge commits (src/policy/evaluate.ts), pipelined and direct merges (units.ts)
   // change which activities a run schedules, so runs recorded before them replay without.
   st = { ...st, groupMerges: patched('group-merge-commits'), pipelineMerges: patched('pipelined-merges'), directMerges: patched('direct-merges') };
+  // The next snapshot pulled in only when the commit a demand caused cannot make it moot
+  // (src/policy/idle.ts, settlePullIn) changes which timers a run arms.
+  st = { ...st, deferPullIn: patched('defer-snapshot-pull-in') };
   // Signals checked against the table, and awaitMerged answered within a bound (issue 11,
   // "hostile clients"): the bound arms a timer, so runs recorded before it replay without.
   const hostileChecks = patched('hostile-clients');

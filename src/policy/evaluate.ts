@@ -48,6 +48,13 @@ function grant(state: TableState, pick: TurnPick, nowMs: number, decisions: Deci
   decisions.push({ type: 'commit', unit: cloneUnit(u), why: pick.why, ...(riders.length ? { riders: riders.map(cloneUnit) } : {}) });
 }
 
+/** Whether a snapshot starts now; if so it is marked in flight. */
+export function snapshotDue(state: TableState, nowMs: number): boolean {
+  if (state.snapshotInFlight || state.dueAtMs.snapshot > nowMs) return false;
+  state.snapshotInFlight = true;
+  return true;
+}
+
 export function evaluate(state: TableState, nowMs: number, decisions: Decision[]): void {
   state.bumps = state.bumps.filter((b) => b.expiresAtMs > nowMs);
 
@@ -64,10 +71,7 @@ export function evaluate(state: TableState, nowMs: number, decisions: Decision[]
     }
   }
 
-  if (!state.snapshotInFlight && state.dueAtMs.snapshot <= nowMs) {
-    state.snapshotInFlight = true;
-    decisions.push({ type: 'snapshot' });
-  }
+  if (snapshotDue(state, nowMs)) decisions.push({ type: 'snapshot' });
 
   for (const u of createUnits(state, nowMs)) decisions.push({ type: 'prepare', unit: cloneUnit(u) });
 

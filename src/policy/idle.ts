@@ -1,3 +1,4 @@
+import { justGrantedDirect } from './brief-turn';
 import type { PeriodicKind } from './units';
 import type { Policy, TableState } from './types';
 
@@ -43,8 +44,45 @@ export function snapshotSoon(state: TableState, nowMs: number): void {
     state.snapshotEverySecs = base / 2;
   } else {
     state.snapshotEverySecs = base;
-    state.dueAtMs.snapshot = Math.min(state.dueAtMs.snapshot, nowMs + base * 1000);
+    const at = nowMs + base * 1000;
+    if (state.deferPullIn) state.pullInAtMs = Math.min(state.pullInAtMs ?? at, at);
+    else state.dueAtMs.snapshot = Math.min(state.dueAtMs.snapshot, at);
   }
+}
+
+/** Brings the next snapshot in to what activity asked for, if that is pending. */
+export function applyPullIn(state: TableState): void {
+  if (state.pullInAtMs !== undefined) state.dueAtMs.snapshot = Math.min(state.dueAtMs.snapshot, state.pullInAtMs);
+  delete state.pullInAtMs;
+  delete state.pullInGrantMs;
+}
+
+/**
+ * End of every step: whether the snapshot activity asked for (snapshotSoon) comes in now.
+ * A direct merge (one small generation, ~100 ms) granted in the same instant as the
+ * activity ends with a scan of every shard (activities/commit-merge.ts), which
+ * reschedules the next snapshot from then; so while that one commit holds the turn and
+ * nothing newer happens, the pull-in waits. A steady writer's small seal otherwise
+ * re-armed the table's timer to the pulled-in time and, at the commit's end, back out:
+ * two history events of its 14. Anything else (the commit ends without a scan, another
+ * commit takes the turn, newer activity) applies it: a lost signal is still looked for
+ * within snapshotIntervalSecs of the activity, or by a scan that began after it, or,
+ * if that direct commit fails after longer than that, when it fails.
+ */
+export function settlePullIn(state: TableState, nowMs: number): void {
+  if (state.pullInAtMs === undefined) return;
+  const t = state.turn;
+  if (t !== null && t.kind === 'merge') {
+    const since = state.activityAtMs ?? -Infinity;
+    // Deferred at an earlier step: still that commit, and nothing happened since its grant.
+    if (state.pullInGrantMs !== undefined && t.sinceMs === state.pullInGrantMs && since <= t.sinceMs) return;
+    // Asked for in this step (a pending one is always settled either way), granted now.
+    if (state.pullInGrantMs === undefined && justGrantedDirect(state, nowMs)) {
+      state.pullInGrantMs = nowMs;
+      return;
+    }
+  }
+  applyPullIn(state);
 }
 
 /**
@@ -57,6 +95,11 @@ export function scheduleNextSnapshot(state: TableState, nowMs: number, foundNew:
   if (!state.adaptive) {
     state.dueAtMs.snapshot = nowMs + p.snapshotIntervalSecs * 1000;
     return;
+  }
+  // A scan (not a failed one) after the activity a pending pull-in was for: it is moot.
+  if (foundNew !== null) {
+    delete state.pullInAtMs;
+    delete state.pullInGrantMs;
   }
   if (foundNew === true) state.snapshotEverySecs = p.snapshotIntervalSecs;
   else if (foundNew === false) state.snapshotEverySecs = Math.min(state.snapshotEverySecs * 2, maxSnapshotSecs(p));

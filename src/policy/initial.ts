@@ -1,5 +1,5 @@
 import { clonePolicy, cloneState } from './clone';
-import { maxSnapshotSecs } from './idle';
+import { applyPullIn, maxSnapshotSecs } from './idle';
 import { byName, nextDueMs } from './time';
 import type { PeriodicMark, Policy, TableState } from './types';
 import { KINDS, type Kind, type PerKind } from './types';
@@ -12,7 +12,7 @@ const marks = (done: number | null): TableState['periodic'] => {
 };
 
 /** `adaptive` false only for replays of runs recorded before the idle-cost rules (see idle.ts). */
-export function initialState(args: { table: string; key: string; shards: string[]; policy: Policy; nowMs: number; adaptive?: boolean; groupMerges?: boolean; pipelineMerges?: boolean; directMerges?: boolean }): TableState {
+export function initialState(args: { table: string; key: string; shards: string[]; policy: Policy; nowMs: number; adaptive?: boolean; groupMerges?: boolean; pipelineMerges?: boolean; directMerges?: boolean; deferPullIn?: boolean }): TableState {
   const { policy, nowMs } = args;
   const names = [...new Set(args.shards)].sort(byName);
   return {
@@ -40,6 +40,7 @@ export function initialState(args: { table: string; key: string; shards: string[
     groupMerges: args.groupMerges ?? true,
     pipelineMerges: args.pipelineMerges ?? true,
     directMerges: args.directMerges ?? true,
+    deferPullIn: args.deferPullIn ?? true,
     adaptive: args.adaptive ?? true,
     // Nothing has happened on a new table yet, so there is no burst of seals whose last
     // signal might be lost: it starts at the long period. Its first snapshot (now) or
@@ -82,5 +83,7 @@ export function carryOver(state: TableState): TableState {
   for (const u of next.units) if (u.state === 'committing') u.state = 'ready';
   next.turn = null;
   next.snapshotInFlight = false;
+  // The commit a deferred pull-in waited for never ran in this run.
+  applyPullIn(next);
   return next;
 }

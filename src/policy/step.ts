@@ -1,5 +1,6 @@
 import { cloneState } from './clone';
-import { evaluate } from './evaluate';
+import { evaluate, snapshotDue } from './evaluate';
+import { settlePullIn } from './idle';
 import { applyEvent } from './events';
 import { backlogOf, writePressure } from './pressure';
 import type { PolicyEvent, StepResult, TableState } from './types';
@@ -26,6 +27,10 @@ export function stepAll(input: TableState, events: readonly PolicyEvent[], nowMs
   const decisions: StepResult['decisions'] = [];
   for (const event of events) applyEvent(state, event, nowMs);
   evaluate(state, nowMs, decisions);
+  settlePullIn(state, nowMs);
+  // A pull-in settled after evaluate() may be due already (the commit it waited for
+  // outlasted snapshotIntervalSecs): the snapshot starts now, first as always.
+  if (snapshotDue(state, nowMs)) decisions.unshift({ type: 'snapshot' });
 
   state.writePressure = writePressure(backlogOf(state), state.policy.softBacklog, state.policy.hardBacklog);
   decisions.push({ type: 'wakeAt', atMs: nextWakeAt(state, nowMs) });

@@ -230,6 +230,16 @@ export interface TableState {
    */
   directMerges?: boolean;
   /**
+   * Whether activity leaves the next snapshot alone while a merge commit granted in
+   * the same instant runs (its scan reschedules it; idle.ts, settlePullIn). Off while
+   * replaying runs recorded before it.
+   */
+  deferPullIn?: boolean;
+  /** With deferPullIn: when activity asked the next snapshot to come by, not applied yet. */
+  pullInAtMs?: number;
+  /** The grant time (turn.sinceMs) of the merge commit that pullInAtMs waits for, once it waits. */
+  pullInGrantMs?: number;
+  /**
    * false only while replaying runs recorded before the idle-cost rules existed (the
    * workflow's patch `idle-cost`): fixed snapshot period, periodic kinds due every period,
    * so those histories see the decisions they recorded.

@@ -102,18 +102,6 @@ function directBytes(state: TableState, w: Wanted): number | null {
   return s.sealedBytes;
 }
 
-/**
- * The turn was granted at `nowMs` to a direct merge: a commit of one small generation,
- * over in ~100 ms. The UI publisher (workflows/ui.ts) leaves such a turn out of the
- * search attributes unless a later activation still sees it.
- */
-export function justGrantedDirect(state: TableState, nowMs: number): boolean {
-  const t = state.turn;
-  if (t === null || t.sinceMs !== nowMs || (t.riders?.length ?? 0) > 0) return false;
-  const u = state.units.find((x) => x.id === t.unitId);
-  return u?.kind === 'merge' && u.prepared?.direct === true;
-}
-
 /** A unit created commit-ready, with the generation itself as its batch. */
 function makeDirect(u: Unit, bytes: number, nowMs: number): void {
   if (u.kind !== 'merge') return;

@@ -7,7 +7,8 @@ import { activityRuns, historyEvents } from '../support/history';
 
 // What a small seal costs the table's history (bench/README.md, "Many tables"): a direct
 // merge's turn lasts ~100 ms, so it is not published as a search attribute unless a
-// later activation still sees it holding the turn.
+// later activation still sees it holding the turn, and the snapshot the demand would
+// pull in waits for that commit's scan (src/policy/idle.ts, settlePullIn).
 
 let h: Harness;
 let releaseCommit: (() => void) | null = null;
@@ -59,6 +60,12 @@ test('small seals merge directly and upsert no search attributes; a direct turn 
   const secondCommitClosed = runs[1]!.closedEventId!;
   const upserts = (await historyEvents(handle, 'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES')).filter((e) => Number(e.eventId) > secondCommitClosed);
   expect(upserts).toEqual([]);
+  // One steady seal, signal to signal: the signal, two workflow tasks (3 each), the
+  // commit (scheduled, started, completed) and the timer moved once to the next snapshot
+  // (canceled, started). 16 before session 9: two upserts and a second timer move.
+  const signals = await historyEvents(handle, 'WORKFLOW_EXECUTION_SIGNALED');
+  expect(signals.length).toBe(4);
+  expect(Number(signals[3]!.eventId) - Number(signals[2]!.eventId)).toBe(12);
 
   // A commit that lasts: the next activation (another seal's demand) publishes its turn.
   const reached = new Promise<void>((resolve) => (frozen = resolve));

@@ -12,6 +12,7 @@ const fresh = (overrides: Partial<Policy> = {}, adaptive = true): Driver =>
   new Driver(initialState({ table: 't', key: 'id', shards: ['s0', 's1'], policy: simPolicy(overrides), nowMs: 0, adaptive }));
 
 const snapshots = (ds: Decision[]) => ds.filter((d) => d.type === 'snapshot').length;
+const commitsOf = (ds: Decision[]) => ds.flatMap((d) => (d.type === 'commit' ? [d.unit.id] : []));
 
 /** Answers every snapshot the core asks for with `shards`, and fires its timer, until `untilMs`. */
 function idleUntil(d: Driver, untilMs: number, shards: { shard: string; sealedThroughSeq: number; revision: number }[] = []): number[] {
@@ -46,6 +47,60 @@ describe('adaptive snapshot period', () => {
     const seen = [{ shard: 's0', sealedThroughSeq: 1, revision: 1 }];
     const at = idleUntil(d, 60 * MIN, seen).map((t) => (t - 20 * MIN) / 1000);
     expect(at).toEqual([60, 180, 420, 900, 1800]);
+  });
+
+  it('a demand whose merge commits in the same instant leaves the next snapshot to that commit: its scan reschedules it, anything else pulls it in', () => {
+    // One shard; demands reporting a small size merge directly, granted in the demand's step.
+    const quiet = (defer: boolean): Driver => {
+      const d = new Driver(initialState({ table: 't', key: 'id', shards: ['s0'], policy: simPolicy(), nowMs: 0, deferPullIn: defer }));
+      d.send({ type: 'timer' });
+      d.send({ type: 'snapshot', revision: 0, shards: [] });
+      expect(d.state.dueAtMs.snapshot).toBe(15 * MIN);
+      return d;
+    };
+    const small = (seq: number): PolicyEvent => ({ type: 'demand', shard: 's0', sealedThroughSeq: seq, revision: seq, bytes: 1000 });
+    const scan = { revision: 1, shards: [{ shard: 's0', sealedThroughSeq: 1, revision: 1 }] };
+
+    const d = quiet(true);
+    const ds = d.at(5 * MIN).send(small(1));
+    expect(ds.some((x) => x.type === 'commit')).toBe(true);
+    expect(d.state.dueAtMs.snapshot).toBe(15 * MIN);
+    expect(wakeAts(ds)[0]!.atMs).toBe(15 * MIN);
+    // A timer meanwhile changes nothing; the commit's scan reschedules (the demand reset the period, the quiet scan doubles it).
+    d.at(5 * MIN + 100).send({ type: 'timer' });
+    expect(d.state.dueAtMs.snapshot).toBe(15 * MIN);
+    d.at(5 * MIN + 200).send({ ...(committed('merge/s0', 2) as Extract<PolicyEvent, { type: 'committed' }>), scan });
+    expect(d.state.dueAtMs.snapshot).toBe(5 * MIN + 200 + 120_000);
+    expect(d.state.pullInAtMs).toBeUndefined();
+
+    // The commit fails (no scan): the snapshot comes snapshotIntervalSecs after the demand.
+    const f = quiet(true);
+    f.at(5 * MIN).send(small(1));
+    f.at(5 * MIN + 200).send({ type: 'commitFailed', unitId: 'merge/s0', error: 'x', retryable: true, stalled: false });
+    expect(f.state.dueAtMs.snapshot).toBe(6 * MIN);
+
+    // Newer activity while the commit runs: the commit began before it, so it is pulled in.
+    const n = quiet(true);
+    n.at(5 * MIN).send(small(1));
+    n.at(5 * MIN + 100).send({ type: 'pause', kind: 'gc' });
+    expect(n.state.dueAtMs.snapshot).toBe(6 * MIN);
+
+    // A commit that ends without a scan and hands the turn straight to the next merge
+    // (another shard's, waiting since the same instant) does not keep deferring it.
+    const c = new Driver(initialState({ table: 't', key: 'id', shards: ['s0', 's1'], policy: simPolicy(), nowMs: 0 }));
+    c.send({ type: 'timer' });
+    c.send({ type: 'snapshot', revision: 0, shards: [] });
+    c.at(5 * MIN).send(small(1));
+    c.at(5 * MIN).send({ type: 'demand', shard: 's1', sealedThroughSeq: 1, revision: 1, bytes: 1000 });
+    expect(c.state.dueAtMs.snapshot).toBe(15 * MIN);
+    const next = c.at(5 * MIN + 200).send(committed('merge/s0', 2));
+    expect(commitsOf(next)).toEqual(['merge/s1']);
+    expect(c.state.dueAtMs.snapshot).toBe(6 * MIN);
+
+    // Runs recorded before it: pulled in at once.
+    const old = quiet(false);
+    old.at(5 * MIN).send(small(1));
+    expect(old.state.dueAtMs.snapshot).toBe(6 * MIN);
   });
 
   it('a snapshot that finds something new resets the period; a failed one keeps it', () => {
