@@ -2,7 +2,8 @@
 // of updates in flight (`history.maxInFlightUpdates`, 10 unless raised; the dev server
 // raises it, see src/server/dev-server.ts). Every awaitMerged is answered within a bound
 // (workflows/table.ts), so a slot frees within that bound: an update refused this way
-// is asked again after a growing pause instead of failing the caller.
+// is asked again after a growing pause instead of failing the caller. So is one refused
+// because the workflow's last task failed (isTaskFailedState).
 
 /** The server's "limit on number of concurrent in-flight updates has been reached". */
 export function isUpdateLimit(e: unknown): boolean {
@@ -14,14 +15,28 @@ export function isUpdateLimit(e: unknown): boolean {
   return false;
 }
 
-/** Runs `fn` until it is not refused for the update limit, pausing 100 ms doubling to 2 s; gives up after `maxWaitMs`. */
+/**
+ * The server's "Workflow Task in failed state" (FAILED_PRECONDITION): the workflow's last
+ * task failed (its worker was killed in it, the cluster or its database restarted) and
+ * the next attempt has not completed yet. Transient like the update limit: seen in the
+ * cluster fault tests, where it failed a waiter that only had to ask again.
+ */
+export function isTaskFailedState(e: unknown): boolean {
+  for (let at: unknown = e, depth = 0; at && depth < 5; at = (at as { cause?: unknown }).cause, depth++) {
+    const err = at as { message?: unknown; details?: unknown };
+    if ([err.message, err.details].some((m) => typeof m === 'string' && /Workflow Task in failed state/i.test(m))) return true;
+  }
+  return false;
+}
+
+/** Runs `fn` until it is not refused for the update limit or a failed workflow task, pausing 100 ms doubling to 2 s; gives up after `maxWaitMs`. */
 export async function retryWhileBusy<T>(fn: () => Promise<T>, maxWaitMs = 60_000): Promise<T> {
   const start = Date.now();
   for (let pause = 100; ; pause = Math.min(pause * 2, 2000)) {
     try {
       return await fn();
     } catch (e) {
-      if (!isUpdateLimit(e) || Date.now() - start + pause > maxWaitMs) throw e;
+      if (!(isUpdateLimit(e) || isTaskFailedState(e)) || Date.now() - start + pause > maxWaitMs) throw e;
       await new Promise((r) => setTimeout(r, pause));
     }
   }
