@@ -5,14 +5,18 @@
 // is asked again after a growing pause instead of failing the caller. So is one refused
 // because the workflow's last task failed (isTaskFailedState).
 
-/** The server's "limit on number of concurrent in-flight updates has been reached". */
-export function isUpdateLimit(e: unknown): boolean {
+/** Whether `e` or one of its first causes matches: the client wraps the gRPC error. */
+function anyCause(e: unknown, test: (err: { code?: unknown; message?: unknown; details?: unknown }) => boolean): boolean {
   for (let at: unknown = e, depth = 0; at && depth < 5; at = (at as { cause?: unknown }).cause, depth++) {
-    const err = at as { code?: unknown; message?: unknown };
-    if (typeof err.message === 'string' && /in-flight updates|RESOURCE_EXHAUSTED/i.test(err.message)) return true;
-    if (err.code === 8) return true; // gRPC RESOURCE_EXHAUSTED
+    if (test(at as { code?: unknown; message?: unknown; details?: unknown })) return true;
   }
   return false;
+}
+
+/** The server's "limit on number of concurrent in-flight updates has been reached". */
+export function isUpdateLimit(e: unknown): boolean {
+  // code 8: gRPC RESOURCE_EXHAUSTED
+  return anyCause(e, (err) => (typeof err.message === 'string' && /in-flight updates|RESOURCE_EXHAUSTED/i.test(err.message)) || err.code === 8);
 }
 
 /**
@@ -22,11 +26,7 @@ export function isUpdateLimit(e: unknown): boolean {
  * cluster fault tests, where it failed a waiter that only had to ask again.
  */
 export function isTaskFailedState(e: unknown): boolean {
-  for (let at: unknown = e, depth = 0; at && depth < 5; at = (at as { cause?: unknown }).cause, depth++) {
-    const err = at as { message?: unknown; details?: unknown };
-    if ([err.message, err.details].some((m) => typeof m === 'string' && /Workflow Task in failed state/i.test(m))) return true;
-  }
-  return false;
+  return anyCause(e, (err) => [err.message, err.details].some((m) => typeof m === 'string' && /Workflow Task in failed state/i.test(m)));
 }
 
 /** Runs `fn` until it is not refused for the update limit or a failed workflow task, pausing 100 ms doubling to 2 s; gives up after `maxWaitMs`. */
