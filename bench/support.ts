@@ -39,7 +39,8 @@ export function peakRssBytes(pid: number): number | null {
 
 /** A `turnstile worker` process of its own, so its peak RSS is the worker's alone. */
 export async function startWorkerProcess(address: string, taskQueue: string, root: string): Promise<ChildProcess> {
-  // BENCH_WORKER_NODE_ARGS='--cpu-prof --cpu-prof-dir=DIR' profiles the worker.
+  // BENCH_WORKER_NODE_ARGS='--cpu-prof --cpu-prof-dir=DIR' profiles the worker;
+  // BENCH_WORKER_STDOUT=FILE appends its output there (e.g. with '--trace-gc').
   const extra = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const child = spawn(process.execPath, [...extra, '--import', 'tsx', path.join(PROJECT_ROOT, 'src', 'cli', 'main.ts'), 'worker'], {
     cwd: PROJECT_ROOT,
@@ -48,7 +49,9 @@ export async function startWorkerProcess(address: string, taskQueue: string, roo
   });
   await new Promise<void>((resolve, reject) => {
     let out = '';
+    const copy = process.env.BENCH_WORKER_STDOUT ? fs.createWriteStream(process.env.BENCH_WORKER_STDOUT, { flags: 'a' }) : null;
     child.stdout!.on('data', (b: Buffer) => {
+      copy?.write(b);
       out += b.toString();
       if (out.includes('worker on ')) resolve();
     });

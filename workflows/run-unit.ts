@@ -1,5 +1,6 @@
 import { TimeoutType } from '@temporalio/common';
-import { ActivityFailure, ApplicationFailure, patched, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
+import { hasPatch } from './patches';
 import type { createActivities } from '../activities';
 import type { CommitResult, PreparedMerge } from '../activities/contract';
 import type { PolicyEvent, TableState, Unit } from '../src/policy/types';
@@ -28,7 +29,7 @@ export function activityIdFor(step: 'prepare' | 'commit', unit: Unit): string {
 
 /** Runs recorded before activities were named keep their numbered ids on replay. */
 const namedId = (step: 'prepare' | 'commit', unit: Unit): { activityId?: string } =>
-  patched('named-activity-ids') ? { activityId: activityIdFor(step, unit) } : {};
+  hasPatch('named-activity-ids') ? { activityId: activityIdFor(step, unit) } : {};
 
 function prepActivities(st: TableState, unit: Unit): Activities {
   return proxyActivities<Activities>({
@@ -46,7 +47,7 @@ function prepActivities(st: TableState, unit: Unit): Activities {
  */
 function admissionWait(st: TableState): { scheduleToStartTimeout?: string; priority?: { priorityKey: number } } {
   const secs = st.policy.commitAdmissionWaitSecs ?? 0;
-  if (secs <= 0 || !patched('commit-admission-wait')) return {};
+  if (secs <= 0 || !hasPatch('commit-admission-wait')) return {};
   // Highest priority (default 3): without it a commit queued behind a backlog of
   // preparations and scans on a merely busy fleet (measured: 1,000 tables on 2 cores,
   // queue p50 27 s) timed out as if no worker had headroom, gave its turn back, and

@@ -4,7 +4,6 @@ import {
   condition,
   continueAsNew,
   log,
-  patched,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -29,6 +28,7 @@ import { checkAwaitMerged, checkSignal, type SignalName } from '../src/message-c
 import * as msg from './messages';
 import { commitUnit, prepareUnit, runSnapshot } from './run-unit';
 import { Alarm } from './alarm';
+import { hasPatch } from './patches';
 import { createUiPublisher } from './ui';
 import { createMetricsPublisher } from './metrics';
 
@@ -57,6 +57,14 @@ const MAX_INBOX = 10_000;
  * keep every replay short.
  */
 const RUN_EVENTS_BOUND = 2_000;
+/**
+ * The bound since patch `short-runs`. A signal that arrives during a run's last workflow
+ * task makes Temporal refuse its continue-as-new, and the worker then evicts the run and
+ * replays it whole before trying again: under a hot writer that cost ~3 s per attempt at
+ * 2,000 events, and a unit ready meanwhile waited up to 7.5 s (merges 6.3 s) for the next
+ * run. At 500 events a replay is ~0.6 s: 4.3 s and 2.4 s in the same test.
+ */
+const SHORT_RUN_EVENTS_BOUND = 500;
 /** Longest an awaitMerged update waits before answering "not yet" (README: hostile clients). */
 export const AWAIT_MERGED_BOUND_SECS = 20;
 
@@ -68,7 +76,7 @@ export const AWAIT_MERGED_BOUND_SECS = 20;
 export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   // Runs recorded before the idle-cost rules (adaptive snapshot period, change-driven
   // optimize/index/gc) replay with the fixed schedule they were recorded with.
-  const adaptive = patched('idle-cost');
+  const adaptive = hasPatch('idle-cost');
   let st: TableState;
   if (args.carried) {
     st = upgradeState(args.carried.state, defaultPolicy(), adaptive);
@@ -79,19 +87,20 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   }
   // Grouped merge commits (src/policy/evaluate.ts), pipelined and direct merges (units.ts)
   // change which activities a run schedules, so runs recorded before them replay without.
-  st = { ...st, groupMerges: patched('group-merge-commits'), pipelineMerges: patched('pipelined-merges'), directMerges: patched('direct-merges') };
+  st = { ...st, groupMerges: hasPatch('group-merge-commits'), pipelineMerges: hasPatch('pipelined-merges'), directMerges: hasPatch('direct-merges') };
   // The next snapshot pulled in only when the commit a demand caused cannot make it moot
   // (src/policy/idle.ts, settlePullIn) changes which timers a run arms.
-  st = { ...st, deferPullIn: patched('defer-snapshot-pull-in') };
+  st = { ...st, deferPullIn: hasPatch('defer-snapshot-pull-in') };
   // Signals checked against the table, and awaitMerged answered within a bound (issue 11,
   // "hostile clients"): the bound arms a timer, so runs recorded before it replay without.
-  const hostileChecks = patched('hostile-clients');
-  // Runs recorded before the default event bound continued as new only when told to.
-  const runEventsBound = args.continueAsNewAtEvents ?? (patched('bounded-runs') ? RUN_EVENTS_BOUND : undefined);
+  const hostileChecks = hasPatch('hostile-clients');
+  // Runs recorded before the default event bound continued as new only when told to,
+  // and those recorded before short runs at 2,000 events.
+  const runEventsBound = args.continueAsNewAtEvents ?? (hasPatch('bounded-runs') ? (hasPatch('short-runs') ? SHORT_RUN_EVENTS_BOUND : RUN_EVENTS_BOUND) : undefined);
   const stalled = new Set(args.carried?.stalled ?? []);
   const inbox: PolicyEvent[] = [{ type: 'timer' }];
   const alarm = new Alarm();
-  const publishToUi = createUiPublisher(patched('quiet-direct-turns'));
+  const publishToUi = createUiPublisher(hasPatch('quiet-direct-turns'));
   const publishMetrics = createMetricsPublisher(st);
   // The drain ETA's window of rate samples and the record of the last turn grants: kept
   // by the shell (the core's decisions do not depend on them), carried across continue-as-new.

@@ -15,6 +15,8 @@ import { lanceStorageOptions } from './s3-env';
 
 export type LanceTable = lancedb.Table;
 
+const PK_META = 'lance-schema:unenforced-primary-key';
+
 const connections = new Map<string, Promise<lancedb.Connection>>();
 
 export const lanceTableDir = (root: string, name: string): string => joinLoc(root, `${name}.lance`);
@@ -45,9 +47,15 @@ export async function openLanceTable(root: string, name: string): Promise<LanceT
   return tbl;
 }
 
-/** Lance refuses a nullable primary key column and schema metadata is not ours to carry. */
+/**
+ * Lance refuses a nullable primary key column and schema metadata is not ours to carry.
+ * The key is marked as the unenforced primary key in the schema itself, so the table is
+ * created with it in one commit (setting it afterwards is a second version).
+ */
 export function tableSchemaFor(schema: Schema, key: string): Schema {
-  return new arrow.Schema(schema.fields.map((f) => (f.name === key ? new arrow.Field(f.name, f.type, false) : new arrow.Field(f.name, f.type, f.nullable))));
+  return new arrow.Schema(
+    schema.fields.map((f) => (f.name === key ? new arrow.Field(f.name, f.type, false, new Map([[PK_META, 'true']])) : new arrow.Field(f.name, f.type, f.nullable))),
+  );
 }
 
 /** Open the table, creating it empty from `schema` on first commit; the primary key is always set. */
@@ -67,8 +75,6 @@ export async function openOrCreateLanceTable(root: string, name: string, key: st
   await ensurePrimaryKey(tbl, key);
   return tbl;
 }
-
-const PK_META = 'lance-schema:unenforced-primary-key';
 
 /**
  * Without an unenforced primary key, two merges inserting the same new key both

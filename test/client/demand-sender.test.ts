@@ -116,4 +116,37 @@ describe('DemandSender', () => {
     expect(calls).toBe(2);
     expect(s.signalsSent).toBe(1);
   });
+
+  test('signals are spaced minIntervalMs apart; seals in between coalesce into the next', async () => {
+    const at: number[] = [];
+    const sent: Demand[][] = [];
+    const s = new DemandSender(async (ds) => {
+      at.push(Date.now());
+      sent.push(ds);
+    }, { minIntervalMs: 80 });
+    s.offer(d('s0', 1));
+    await new Promise((r) => setTimeout(r, 5));
+    for (let i = 2; i <= 5; i++) s.offer(d('s0', i));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(sent).toEqual([[d('s0', 1)]]); // the second waits out the spacing
+    for (let i = 2; i < 200 && sent.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(sent).toEqual([[d('s0', 1)], [d('s0', 5)]]);
+    expect(at[1]! - at[0]!).toBeGreaterThanOrEqual(78);
+    expect(await s.flush()).toBeUndefined();
+  });
+
+  test('the first signal after a quiet spell goes at once, and flush() does not wait out the spacing', async () => {
+    const sent: Demand[][] = [];
+    const s = new DemandSender(async (ds) => void sent.push(ds), { minIntervalMs: 60_000 });
+    s.offer(d('s0', 1));
+    await Promise.resolve();
+    expect(sent).toEqual([[d('s0', 1)]]);
+    s.offer(d('s0', 2));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(sent.length).toBe(1);
+    // A 60 s spacing would time this test out if flush waited for it.
+    expect(await s.flush()).toBeUndefined();
+    expect(sent).toEqual([[d('s0', 1)], [d('s0', 2)]]);
+    s.stop();
+  });
 });

@@ -10,7 +10,7 @@ import * as msg from '../../workflows/messages';
 import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';
 import { expectMergedExactly } from '../support/expect-exact';
 import { Load } from '../support/load';
-import { activityRuns, historyEvents, isCommit, longestTurnMs } from '../support/history';
+import { activityRuns, activityRunsOfChain, historyEvents, isCommit, longestTurnMs } from '../support/history';
 import { recordHistory } from '../support/record-history';
 
 // The turn scheduler on the real server: bounded waits under a hot merger, bumps,
@@ -49,10 +49,15 @@ test('a commit-ready optimize waits at most maxTurnWaitSecs plus the longest tur
       maxTurnWaitSecs: { optimize: 3 },
       // Merges may take every turn in a row: only the promotion timer can get optimize in.
       maxConsecutiveTurns: { merge: 1000 },
-      // One run: a unit ready while a run drains for continue-as-new waits for the next
-      // run's first task too (measured: 6-10 s waits in 1 of 2 runs at the default 2,000
-      // events), which is not the bound under test.
-    }, { continueAsNewAtEvents: 100_000 }, slow);
+      // Merges stay out of class 1: a backlog over softBacklog would put them there too,
+      // and within class 1 the higher aged priority goes first (invariant 3), which may
+      // cost the promoted optimize one more turn. That is not the bound under test.
+      softBacklog: 100_000,
+      hardBacklog: 200_000,
+      // Runs continue as new at the default bound (500 events, every ~8 s here): the
+      // bound holds across continue-as-new too (see CONTINUE_AS_NEW_SECS below).
+    }, {}, slow);
+    const firstRunId = (await handle.describe()).runId;
     const load = new Load(writer, { rowsPerGeneration: 500, keySpan: 20_000, pauseMs: 0 });
     load.start();
     await eventually(async () => (await slow.tables.status(table)).counters.turns.optimize >= 2, 'two optimize turns', 90_000, 500);
@@ -60,15 +65,29 @@ test('a commit-ready optimize waits at most maxTurnWaitSecs plus the longest tur
     await expectExact(table, load, slow);
 
     const status = await slow.tables.status(table);
-    const runs = await activityRuns(handle);
+    // Waits are counted across runs (carried over), so the longest turn is taken over every run.
+    const runs = await activityRunsOfChain(slow.client, handle.workflowId, firstRunId);
     const longestSecs = longestTurnMs(runs) / 1000;
     const waited = status.counters.maxTurnWaitSecs.optimize;
     console.log(`hot merger: merge turns ${status.counters.turns.merge}, optimize turns ${status.counters.turns.optimize}, optimize max wait ${waited} s, merge max wait ${status.counters.maxTurnWaitSecs.merge} s, longest turn ${longestSecs} s`);
+    // Runs really continued as new, each near the default bound of 500 events (what
+    // arrives while a run drains comes on top).
+    const chainLengths: number[] = [];
+    for await (const r of slow.client.workflow.list({ query: `WorkflowId = '${handle.workflowId}'` })) chainLengths.push(r.historyLength ?? 0);
+    console.log(`hot merger: run lengths ${chainLengths.join(', ')}`);
+    expect((await handle.describe()).runId).not.toBe(firstRunId);
+    expect(Math.max(...chainLengths)).toBeLessThanOrEqual(700);
     // The merger really was hot: optimize got in only by promotion ...
     expect(waited).toBeGreaterThanOrEqual(3);
     // ... and no later than the bound. Both sides are on the workflow clock; status
     // rounds to milliseconds and history timestamps are truncated to them.
-    expect(waited).toBeLessThanOrEqual(3 + longestSecs + 0.002);
+    // A continue-as-new between the end of the turn and the grant adds the new run's
+    // first workflow task, and when a signal came during the old run's last task (Temporal
+    // then refuses the continue-as-new) a replay of the old run first: ~0.6 s at 500
+    // events on a quiet machine, up to ~2 s with another suite running (measured 2.0 s
+    // over). At the former bound of 2,000 events such waits were 6-10 s.
+    const CONTINUE_AS_NEW_SECS = 3;
+    expect(waited).toBeLessThanOrEqual(3 + longestSecs + CONTINUE_AS_NEW_SECS);
     await recordHistory(slow.client, handle, 'hot-merger');
   } finally {
     await slow.close();

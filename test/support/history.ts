@@ -1,4 +1,4 @@
-import type { WorkflowHandle } from '@temporalio/client';
+import type { Client, WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { optionalTsToMs, type Timestamp } from '@temporalio/common/lib/time';
@@ -117,6 +117,21 @@ export const isCommit = (r: ActivityRun): boolean => COMMIT_ACTIVITIES.includes(
  * leaves out the workflow-task latency on both ends, which the waits (taken on the
  * workflow clock) do include.
  */
+/**
+ * The activity runs of every run of a chain, from `firstRunId` through each
+ * continue-as-new to the run still open (or the last one), in order.
+ */
+export async function activityRunsOfChain(client: Client, workflowId: string, firstRunId: string): Promise<ActivityRun[]> {
+  const all: ActivityRun[] = [];
+  for (let runId: string | undefined = firstRunId; runId; ) {
+    const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    all.push(...activityRunsOf(history));
+    const last = history.events?.at(-1);
+    runId = last?.eventType === E.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW ? (last.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined) : undefined;
+  }
+  return all;
+}
+
 export function longestTurnMs(runs: ActivityRun[]): number {
   return Math.max(0, ...runs.filter(isCommit).map((r) => (r.seenClosedAtMs ?? r.decidedAtMs) - r.decidedAtMs));
 }
