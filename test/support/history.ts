@@ -108,6 +108,17 @@ export function activityRunsOf(history: History): ActivityRun[] {
   return runs;
 }
 
+/** Every run of a workflow's continue-as-new chain, oldest first, walked back from the latest. */
+export async function chainHistories(client: Client, workflowId: string): Promise<History[]> {
+  const histories: History[] = [];
+  for (let runId: string | undefined = (await client.workflow.getHandle(workflowId).describe()).runId; runId; ) {
+    const h = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    histories.unshift(h);
+    runId = h.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId || undefined;
+  }
+  return histories;
+}
+
 export const COMMIT_ACTIVITIES = ['commitMerge', 'commitOptimize', 'ensureIndex', 'gc'];
 export const isCommit = (r: ActivityRun): boolean => COMMIT_ACTIVITIES.includes(r.type);
 
@@ -117,21 +128,6 @@ export const isCommit = (r: ActivityRun): boolean => COMMIT_ACTIVITIES.includes(
  * leaves out the workflow-task latency on both ends, which the waits (taken on the
  * workflow clock) do include.
  */
-/**
- * The activity runs of every run of a chain, from `firstRunId` through each
- * continue-as-new to the run still open (or the last one), in order.
- */
-export async function activityRunsOfChain(client: Client, workflowId: string, firstRunId: string): Promise<ActivityRun[]> {
-  const all: ActivityRun[] = [];
-  for (let runId: string | undefined = firstRunId; runId; ) {
-    const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-    all.push(...activityRunsOf(history));
-    const last = history.events?.at(-1);
-    runId = last?.eventType === E.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW ? (last.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined) : undefined;
-  }
-  return all;
-}
-
 export function longestTurnMs(runs: ActivityRun[]): number {
   return Math.max(0, ...runs.filter(isCommit).map((r) => (r.seenClosedAtMs ?? r.decidedAtMs) - r.decidedAtMs));
 }

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { chainHistories } from './history';
 
 export const HISTORIES_DIR = path.resolve(__dirname, '..', 'histories');
 /**
@@ -19,18 +20,7 @@ export const RECORD_DIR = path.join(HISTORIES_DIR, '9-short-runs');
 export async function recordHistory(client: Client, handle: WorkflowHandle, name: string): Promise<void> {
   if (process.env.TURNSTILE_RECORD_HISTORIES !== '1') return;
   fs.mkdirSync(RECORD_DIR, { recursive: true });
-  let runId: string | undefined = (await handle.describe()).runId;
-  // Walk back from the latest run through continue-as-new links.
-  const runs: string[] = [];
-  while (runId) {
-    runs.unshift(runId);
-    const id: string = runId;
-    const h = await client.workflow.getHandle(handle.workflowId, id).fetchHistory();
-    const previous: string | null | undefined = h.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
-    runId = previous || undefined;
-  }
-  for (const [i, id] of runs.entries()) {
-    const h = await client.workflow.getHandle(handle.workflowId, id).fetchHistory();
+  for (const [i, h] of (await chainHistories(client, handle.workflowId)).entries()) {
     fs.writeFileSync(path.join(RECORD_DIR, `${name}-${i + 1}.json`), historyToJSON(h));
   }
 }
