@@ -43,7 +43,9 @@ export function makeCommitMerge(deps: ActivityDeps) {
     const r = await withReservation(deps, commitReservation(bytes), () => commit(deps, input, new ProgressReporter('commitMerge', deps.faults)));
     // A scan of every shard on the way out, as a preparation makes (prepare-merge.ts):
     // a direct merge has no preparation to make it.
-    return { ...r, scan: await readSealed(deps.dataRoot, input.table) };
+    const t = performance.now();
+    const scan = await readSealed(deps.dataRoot, input.table);
+    return { ...r, scan, ...(r.steps ? { steps: { ...r.steps, scanMs: Math.round(performance.now() - t) } } : {}) };
   };
 }
 
@@ -85,14 +87,18 @@ async function commit(deps: ActivityDeps, input: CommitMergeInput, progress: Pro
   const shards = new Set(all.map((p) => p.shard));
   if (shards.size !== all.length) throw fail('InvalidInput', `commitMerge: two batches of one shard in one commit (${all.map((p) => p.shard).join(', ')})`);
   progress.report({ phase: 'commit', step: 'read-prepared' });
+  let t = performance.now();
   const batch = await readBatches(deps, input, all, progress);
+  const readMs = performance.now() - t;
   if (batch.numRows === 0) {
     // An empty merge would still create a version: skip it.
     const tbl = await openLanceTable(deps.dataRoot, input.table);
     return { version: tbl ? await tbl.version() : 0, rows: 0 };
   }
   progress.report({ phase: 'commit', step: 'open' });
+  t = performance.now();
   const tbl = await openOrCreateLanceTable(deps.dataRoot, input.table, meta.key, batch.schema);
+  const openMs = performance.now() - t;
   await progress.point('commit');
 
   const budget = mergeDeadlineMs(batch.numRows);
@@ -105,5 +111,6 @@ async function commit(deps: ActivityDeps, input: CommitMergeInput, progress: Pro
   deps.faults?.afterMergeInsert?.({ attempt: progress.attempt, version: r.version });
   const ranges = all.map((p) => `${p.shard} ${p.fromSeq}..${p.toSeq}`).join(', ');
   deps.log?.(`commitMerge ${input.table} ${ranges}: version ${r.version}, ${r.inserted} inserted, ${r.updated} updated`);
-  return { version: r.version, rows: r.inserted + r.updated, lanceMs: Math.round(performance.now() - t0) };
+  const steps = { readMs: Math.round(readMs), openMs: Math.round(openMs), encodeMs: Math.round(r.encodeMs ?? 0), scanMs: 0 };
+  return { version: r.version, rows: r.inserted + r.updated, lanceMs: Math.round(performance.now() - t0), steps };
 }

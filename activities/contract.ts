@@ -47,8 +47,21 @@ export interface CommitResult {
   rows: number;
   /** Time spent inside the Lance call that commits (ms). */
   lanceMs?: number;
+  /** A merge's commit, step by step (ms): where a turn's time went besides the Lance call. */
+  steps?: CommitSteps;
   /** A merge's commit: the store as it saw it when it ended (the table counts it as a snapshot). */
   scan?: SnapshotResult;
+}
+
+export interface CommitSteps {
+  /** Reading the batches (from this worker's memory, or their files). */
+  readMs: number;
+  /** Opening (or creating) the Lance table. */
+  openMs: number;
+  /** Encoding the batch as IPC for lancedb: part of lanceMs. */
+  encodeMs: number;
+  /** The scan of every shard after the commit. */
+  scanMs: number;
 }
 
 export interface PlanOptimizeInput extends TableRef {

@@ -29,7 +29,7 @@ import { conditionalUpsert, openLanceTable, openOrCreateLanceTable } from '../sr
 import { tableFromRows, withSeqColumn } from '../src/storage/records';
 import { generateRows } from '../src/writer';
 import { formatPhases, formatTimeline, phasesOf, type Phases } from './phases';
-import { benchS3, benchServer, cpuSeconds, minorFaults, peakRssBytes, startWorkerProcess, stopProcess } from './support';
+import { benchS3, benchServer, cpuSeconds, minorFaults, peakRssBytes, startWorkerProcess, stopProcess, threadCpuSeconds } from './support';
 
 const { values: opt } = parseArgs({
   options: {
@@ -94,14 +94,39 @@ interface CpuUse {
   workerFaults: number | null;
   server: number | null;
   bench: number;
+  /** The worker's CPU seconds by thread name, busiest first. */
+  workerThreads: [string, number][];
 }
 
 /** CPU seconds each process spent since `at`: whether A was bound by the 2 cores or by waiting. */
-function cpuDuring(at: { worker: number | null; workerFaults: number | null; server: number | null; bench: NodeJS.CpuUsage }, workerPid: number, serverPid: number | undefined): CpuUse {
+function cpuDuring(at: CpuMark, workerPid: number, serverPid: number | undefined): CpuUse {
   const since = (now: number | null, then: number | null): number | null => (now === null || then === null ? null : now - then);
   const b = process.cpuUsage(at.bench);
-  return { worker: since(cpuSeconds(workerPid), at.worker), workerFaults: since(minorFaults(workerPid), at.workerFaults), server: serverPid === undefined ? null : since(cpuSeconds(serverPid), at.server), bench: (b.user + b.system) / 1e6 };
+  const threads = [...threadCpuSeconds(workerPid)].map(([name, s]): [string, number] => [name, s - (at.workerThreads.get(name) ?? 0)]);
+  return {
+    worker: since(cpuSeconds(workerPid), at.worker),
+    workerFaults: since(minorFaults(workerPid), at.workerFaults),
+    server: serverPid === undefined ? null : since(cpuSeconds(serverPid), at.server),
+    bench: (b.user + b.system) / 1e6,
+    workerThreads: threads.filter(([, s]) => s >= 0.005).sort((x, y) => y[1] - x[1]),
+  };
 }
+
+interface CpuMark {
+  worker: number | null;
+  workerFaults: number | null;
+  workerThreads: Map<string, number>;
+  server: number | null;
+  bench: NodeJS.CpuUsage;
+}
+
+const cpuMark = (workerPid: number, serverPid: number | undefined): CpuMark => ({
+  worker: cpuSeconds(workerPid),
+  workerFaults: minorFaults(workerPid),
+  workerThreads: threadCpuSeconds(workerPid),
+  server: serverPid === undefined ? null : cpuSeconds(serverPid),
+  bench: process.cpuUsage(),
+});
 
 interface RunA {
   result: Result;
@@ -135,7 +160,7 @@ async function throughWorkflow(tmp: string, base: string, gens: Map<string, Arro
       const sealedAt: { shard: string; seq: number; atMs: number }[] = [];
       let bytesSealed = 0;
 
-      const cpu0 = { worker: cpuSeconds(w.pid!), workerFaults: minorFaults(w.pid!), server: server ? cpuSeconds(server.pid) : null, bench: process.cpuUsage() };
+      const cpu0 = cpuMark(w.pid!, server?.pid);
       const t0 = performance.now();
       const t0Epoch = Date.now();
       // One writer loop per shard, as independent writers would seal; each then waits
@@ -162,7 +187,7 @@ async function throughWorkflow(tmp: string, base: string, gens: Map<string, Arro
       const status = await tables.status(name);
       const history = await tables.handle(name).fetchHistory();
       const phases = phasesOf(history, sealMs);
-      if (opt.timeline && name === TABLE) console.log(['timeline (ms after the first seal):', ...formatTimeline(history, t0Epoch, sealedAt)].join('\n'));
+      if (opt.timeline && name === TABLE) console.log([`timeline (ms after the first seal, at epoch ${t0Epoch} ms):`, ...formatTimeline(history, t0Epoch, sealedAt)].join('\n'));
       const note = `${status.counters.turns.merge} merge turns, ${status.counters.rowsMerged} rows changed, ${writer.demand.signalsSent} demand signals`;
       return { result: { method: 'A  Turnstile (workflow)', rows: total, secs, note }, root, phases, workerPeakRss, bytesSealed, cpu };
     };
@@ -279,6 +304,7 @@ async function main(): Promise<void> {
     const f = (x: number | null) => (x === null ? '?' : `${x.toFixed(2)} s`);
     const busy = [a.cpu.worker, a.cpu.server, a.cpu.bench].reduce<number>((t, x) => t + (x ?? 0), 0);
     console.log(`CPU during A (${a.result.secs.toFixed(2)} s wall, ${os.cpus().length} cores): worker ${f(a.cpu.worker)}, server ${f(a.cpu.server)}, writers ${f(a.cpu.bench)}: ${(busy / a.result.secs).toFixed(2)} cores busy; worker page faults ${a.cpu.workerFaults ?? '?'}`);
+    console.log(`worker CPU by thread: ${a.cpu.workerThreads.map(([name, s]) => `${name} ${s.toFixed(2)} s`).join(', ')}`);
     console.log(`\ncontent check: ${ok ? 'PASS' : 'FAIL'}`);
     process.exitCode = ok ? 0 : 1;
   } finally {

@@ -32,6 +32,10 @@ export interface Phases {
   /** The whole prepareMerge activity, start to close. */
   prepareActivityMs: Stat;
   commitLanceMs: Stat;
+  commitEncodeMs: Stat;
+  commitReadMs: Stat;
+  commitOpenMs: Stat;
+  commitScanMs: Stat;
   /** The whole commitMerge activity, start to close (Lance call + reading the batch + opening the table). */
   commitActivityMs: Stat;
   /** Activity task scheduled -> started (matching, or eager dispatch). */
@@ -43,6 +47,8 @@ export interface Phases {
   turns: number;
   workflowTasks: number;
   historyEvents: number;
+  /** History events by type (EVENT_TYPE_ dropped), most frequent first: what the server stored per turn. */
+  eventsByType: [string, number][];
   signals: number;
 }
 
@@ -117,6 +123,7 @@ export function phasesOf(history: History, sealMs: number[]): Phases {
   const { wftQueue, wftRun } = workflowTaskLatencies(events);
 
   const timings = prepares.map((r) => (r.result as PreparedMerge).timings).filter((t) => t !== undefined);
+  const commitSteps = commits.map((r) => (r.result as CommitResult).steps).filter((x) => x !== undefined);
   const span = (r: ActivityRun) => (r.closedAtMs ?? 0) - (r.startedAtMs ?? 0);
   return {
     sealMs: stat(sealMs),
@@ -126,6 +133,10 @@ export function phasesOf(history: History, sealMs: number[]): Phases {
     prepareEncodeMs: stat(timings.map((t) => t.encodeMs)),
     prepareActivityMs: stat(prepares.map(span)),
     commitLanceMs: stat(commits.map((r) => (r.result as CommitResult).lanceMs ?? NaN).filter((x) => !Number.isNaN(x))),
+    commitEncodeMs: stat(commitSteps.map((x) => x.encodeMs)),
+    commitReadMs: stat(commitSteps.map((x) => x.readMs)),
+    commitOpenMs: stat(commitSteps.map((x) => x.openMs)),
+    commitScanMs: stat(commitSteps.map((x) => x.scanMs)),
     commitActivityMs: stat(commits.map(span)),
     activityQueueMs: stat(runs.filter((r) => r.startedAtMs !== null).map((r) => (r.startedAtMs as number) - r.scheduledAtMs)),
     workflowTaskQueueMs: stat(wftQueue),
@@ -134,8 +145,18 @@ export function phasesOf(history: History, sealMs: number[]): Phases {
     turns: commits.length,
     workflowTasks: wftRun.length,
     historyEvents: events.length,
+    eventsByType: countByType(events),
     signals: events.filter((e) => e.eventType === E.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED).length,
   };
+}
+
+function countByType(events: temporal.api.history.v1.IHistoryEvent[]): [string, number][] {
+  const n = new Map<string, number>();
+  for (const e of events) {
+    const name = (E[e.eventType ?? 0] ?? 'unknown').replace(/^EVENT_TYPE_/, '').toLowerCase();
+    n.set(name, (n.get(name) ?? 0) + 1);
+  }
+  return [...n].sort((a, b) => b[1] - a[1]);
 }
 
 const f = (x: number) => (Number.isNaN(x) ? '-' : x >= 100 ? x.toFixed(0) : x.toFixed(1));
@@ -149,7 +170,11 @@ export function formatPhases(p: Phases): string[] {
     ['preparation: dedupe (per unit)', p.prepareDedupeMs],
     ['preparation: encode + write (per unit)', p.prepareEncodeMs],
     ['preparation activity (start -> close)', p.prepareActivityMs],
-    ['commit: Lance mergeInsert', p.commitLanceMs],
+    ['commit: read batches', p.commitReadMs],
+    ['commit: open Lance table', p.commitOpenMs],
+    ['commit: Lance mergeInsert (with encode)', p.commitLanceMs],
+    ['commit: encode for Lance', p.commitEncodeMs],
+    ['commit: scan shards after', p.commitScanMs],
     ['commit activity (start -> close)', p.commitActivityMs],
     ['activity task scheduled -> started', p.activityQueueMs],
     ['workflow task scheduled -> started', p.workflowTaskQueueMs],
@@ -160,6 +185,7 @@ export function formatPhases(p: Phases): string[] {
   const lines = [`${'phase (ms)'.padEnd(w)}  ${'n'.padStart(5)}  ${'p50'.padStart(7)}  ${'p99'.padStart(7)}  ${'total'.padStart(8)}`];
   for (const [name, s] of rows) lines.push(`${name.padEnd(w)}  ${String(s.n).padStart(5)}  ${f(s.p50).padStart(7)}  ${f(s.p99).padStart(7)}  ${f(s.sum).padStart(8)}`);
   lines.push(`turns ${p.turns}, workflow tasks ${p.workflowTasks}, history events ${p.historyEvents}, demand signals ${p.signals}`);
+  lines.push(`events by type: ${p.eventsByType.map(([t, n]) => `${t} ${n}`).join(', ')}`);
   return lines;
 }
 

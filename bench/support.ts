@@ -4,6 +4,7 @@ import path from 'node:path';
 import { PROJECT_ROOT } from '../src/paths';
 import { startDevServer, type DevServer } from '../src/server/dev-server';
 import { startOwnSeaweedfs, type Seaweed } from '../src/server/seaweedfs';
+import { withHugePageMalloc } from '../src/worker/allocator-env';
 
 // What every benchmark needs: a Temporal server (its own, or TEMPORAL_ADDRESS), worker
 // processes whose peak memory can be read, and percentiles.
@@ -42,9 +43,13 @@ export async function startWorkerProcess(address: string, taskQueue: string, roo
   // BENCH_WORKER_NODE_ARGS='--cpu-prof --cpu-prof-dir=DIR' profiles the worker;
   // BENCH_WORKER_STDOUT=FILE appends its output there (e.g. with '--trace-gc').
   const extra = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...extra, '--import', 'tsx', path.join(PROJECT_ROOT, 'src', 'cli', 'main.ts'), 'worker'], {
+  // The compiled CLI, as `turnstile worker` runs in production (tsx adds its loader to
+  // every module and ~5% worker CPU); BENCH_WORKER_TSX=1 runs the sources instead.
+  const entry = process.env.BENCH_WORKER_TSX ? ['--import', 'tsx', path.join(PROJECT_ROOT, 'src', 'cli', 'main.ts')] : [path.join(PROJECT_ROOT, 'scripts', 'turnstile.mjs')];
+  const child = spawn(process.execPath, [...extra, ...entry, 'worker'], {
     cwd: PROJECT_ROOT,
-    env: { ...process.env, TEMPORAL_ADDRESS: address, TURNSTILE_TASK_QUEUE: taskQueue, TURNSTILE_DATA: root },
+    // As README "Running workers" asks of every deployment; BENCH_WORKER_PLAIN_MALLOC=1 leaves it out.
+    env: { ...(process.env.BENCH_WORKER_PLAIN_MALLOC ? process.env : withHugePageMalloc(process.env)), TEMPORAL_ADDRESS: address, TURNSTILE_TASK_QUEUE: taskQueue, TURNSTILE_DATA: root },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   await new Promise<void>((resolve, reject) => {
@@ -68,16 +73,42 @@ export async function stopProcess(child: ChildProcess | undefined): Promise<void
   await exited;
 }
 
-/** CPU seconds (user + system) a live process has used so far, from /proc (clock ticks of 1/100 s). */
 /** Fields of /proc/PID/stat after the command (field 3, state, is index 0), or null without /proc. */
-function procStat(pid: number): string[] | null {
+function procStat(pid: number, file = `/proc/${pid}/stat`): string[] | null {
   try {
-    return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+    return fs.readFileSync(file, 'utf8').replace(/^.*\) /, '').split(' ');
   } catch {
     return null;
   }
 }
 
+/**
+ * CPU seconds so far of each thread of a live process, summed by thread name (Node's
+ * main and workflow threads, V8's GC helpers, tokio's runtimes under Lance and the
+ * Temporal core, libuv's pool): which part of a worker a run kept busy.
+ */
+export function threadCpuSeconds(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  let tids: string[];
+  try {
+    tids = fs.readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    let name: string;
+    try {
+      name = fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+    } catch {
+      continue;
+    }
+    const f = procStat(pid, `/proc/${pid}/task/${tid}/stat`);
+    if (f) out.set(name, (out.get(name) ?? 0) + (Number(f[11]) + Number(f[12])) / 100);
+  }
+  return out;
+}
+
+/** CPU seconds (user + system) a live process has used so far, from /proc (clock ticks of 1/100 s). */
 export function cpuSeconds(pid: number): number | null {
   const fields = procStat(pid);
   // utime and stime are fields 14 and 15 (1-based).

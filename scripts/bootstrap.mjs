@@ -68,7 +68,10 @@ if (mode === 'test') {
   }
   run(bin('vitest'), ['run', ...process.argv.slice(3)], env);
 } else if (mode === 'start') {
-  run(process.execPath, [path.join(root, 'scripts', 'turnstile.mjs'), 'dev', '--demo', ...process.argv.slice(3)], env);
+  // Huge pages for malloc in the dev process, whose workers merge: as README "Running
+  // workers" asks of every worker (src/worker/allocator-env.ts says why).
+  const tunables = process.env.GLIBC_TUNABLES?.includes('glibc.malloc.hugetlb') ? {} : { GLIBC_TUNABLES: [process.env.GLIBC_TUNABLES, 'glibc.malloc.hugetlb=1'].filter(Boolean).join(':') };
+  run(process.execPath, [path.join(root, 'scripts', 'turnstile.mjs'), 'dev', '--demo', ...process.argv.slice(3)], { ...env, ...tunables });
 } else {
   console.error('usage: node scripts/bootstrap.mjs start|test [args]');
   process.exit(2);

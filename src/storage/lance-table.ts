@@ -103,6 +103,8 @@ export interface UpsertResult {
   updated: number;
   /** True when the batch was empty and nothing was committed. */
   skipped: boolean;
+  /** Encoding the batch as IPC for lancedb (ms), part of the call's time. */
+  encodeMs?: number;
 }
 
 /**
@@ -114,8 +116,11 @@ export async function conditionalUpsert(tbl: LanceTable, key: string, batch: Arr
   if (batch.numRows === 0) return { version: await tbl.version(), inserted: 0, updated: 0, skipped: true };
   acceptEncodedIpc();
   // The scratch stays lent until lancedb's promise settles (it copies the bytes first thing).
+  let encodeMs = 0;
   const r = await withScratch(async (alloc) => {
+    const t0 = performance.now();
     const data = await encodeForLance(batch, alloc);
+    encodeMs = performance.now() - t0;
     return tbl
       .mergeInsert(key)
       .whenMatchedUpdateAll({ where: `target.${SEQ_COLUMN} < source.${SEQ_COLUMN}` })
@@ -124,5 +129,5 @@ export async function conditionalUpsert(tbl: LanceTable, key: string, batch: Arr
       .useIndex(false)
       .execute(data as unknown as ArrowTable, opts.timeoutMs ? { timeoutMs: Math.max(1, Math.round(opts.timeoutMs)) } : undefined);
   });
-  return { version: r.version, inserted: r.numInsertedRows, updated: r.numUpdatedRows, skipped: false };
+  return { version: r.version, inserted: r.numInsertedRows, updated: r.numUpdatedRows, skipped: false, encodeMs };
 }

@@ -4,6 +4,7 @@ import { WORKFLOWS_PATH } from '../paths';
 import { installQuietRuntime } from './runtime';
 import { defaultIdentity, fleetMemory, type FleetMemory } from './fleet-memory';
 import { connectionSecurity } from '../client/connection-security';
+import { warmUpMergePath } from './warm-up';
 
 // A Turnstile worker: stateless and identical to every other; run as many as needed on
 // the same task queue. The worker owns its connections; activities get theirs from deps.
@@ -44,6 +45,12 @@ export interface CreatedWorker {
 
 export async function createWorker(opts: WorkerOptions): Promise<CreatedWorker> {
   installQuietRuntime(process.env.TURNSTILE_LOG_LEVEL === 'debug' ? 'DEBUG' : 'WARN');
+  // Alongside the connection and the bundle; done before the worker can poll. A failure
+  // only costs the first commit its warm start.
+  const warm = warmUpMergePath().then(
+    () => undefined,
+    (err: unknown) => console.warn(`worker warm-up skipped: ${err instanceof Error ? err.message : String(err)}`),
+  );
   const identity = opts.identity ?? defaultIdentity();
   const slots = opts.maxConcurrentActivities ?? 8;
   const memory = opts.memoryBudgetBytes === undefined ? undefined : fleetMemory({ budgetBytes: opts.memoryBudgetBytes, dataRoot: opts.deps.dataRoot, maxSlots: slots });
@@ -62,6 +69,7 @@ export async function createWorker(opts: WorkerOptions): Promise<CreatedWorker> 
     shutdownGraceTime: `${opts.shutdownGraceSecs ?? 30} s`,
     identity,
   });
+  await warm;
   const unregister = memory?.register(identity, opts.taskQueue) ?? (async () => undefined);
   return { worker, connection, identity, unregister, ...(memory ? { memory } : {}) };
 }
