@@ -1,4 +1,4 @@
-import { arrow, CorruptArrowFileError, readIpcFile, type ArrowTable } from '../src/storage/arrow';
+import { arrow, CorruptArrowFileError, readIpcFile, readIpcFileBytes, type ArrowTable } from '../src/storage/arrow';
 import { conditionalUpsert, openLanceTable, openOrCreateLanceTable } from '../src/storage/lance-table';
 import { readSealed } from '../src/storage/generation-store';
 import { readTableMeta } from '../src/storage/table-meta';
@@ -15,24 +15,32 @@ import { ProgressReporter } from './progress';
 // after a commit whose result was lost, or a late attempt of a presumed-dead worker,
 // changes no rows. `rows` in the result counts rows inserted or updated by THIS call.
 
+/** A batch to merge, with its IPC file bytes when this worker still holds them (prepared-cache.ts) or read them checked: Lance is given those bytes as they are. */
+interface Batch {
+  table: ArrowTable;
+  ipc?: Buffer;
+}
+
 /**
  * A prepared batch from disk. Batches are written without fsync (prepare-merge.ts), so
  * after an OS crash one can be missing or fail its checksum: it is then prepared again
  * here, from its generations, inside the turn (slower, but the unit is not held for an
  * operator; a generation that is itself missing or corrupt still fails the commit).
  */
-async function readPrepared(deps: ActivityDeps, input: CommitMergeInput, p: PreparedMerge, progress: ProgressReporter): Promise<ArrowTable> {
+async function readPrepared(deps: ActivityDeps, input: CommitMergeInput, p: PreparedMerge, progress: ProgressReporter): Promise<Batch> {
   const file = p.preparedPath as string;
   try {
-    return await readIpcFile(file);
+    // Checked against its checksum, so its bytes go to Lance as they are.
+    const { table, bytes } = await readIpcFileBytes(file);
+    return { table, ipc: bytes };
   } catch (err) {
     if (!isNotFound(err) && !(err instanceof CorruptArrowFileError)) throw err;
     deps.log?.(`commitMerge ${input.table} ${p.shard} ${p.fromSeq}..${p.toSeq}: prepared batch ${file} ${isNotFound(err) ? 'is missing' : 'is corrupt'}; preparing it again`);
     const again = await prepare(deps, { table: input.table, key: input.key, shard: p.shard, fromSeq: p.fromSeq, toSeq: p.toSeq }, progress);
-    if (!again.preparedPath) return new arrow.Table();
-    const table = deps.preparedCache?.take(again.preparedPath) ?? (await readIpcFile(again.preparedPath));
+    if (!again.preparedPath) return { table: new arrow.Table() };
+    const batch = deps.preparedCache?.take(again.preparedPath) ?? { table: await readIpcFile(again.preparedPath) };
     progress.report({ phase: 'commit', step: 'read-prepared' });
-    return table;
+    return batch;
   }
 }
 
@@ -54,30 +62,30 @@ export function makeCommitMerge(deps: ActivityDeps) {
  * its preparation runs here, in the turn. For a generation of distinct keys that is
  * reading and checking the file; repeated keys are reduced to the newest row each.
  */
-async function prepareDirect(deps: ActivityDeps, input: CommitMergeInput, p: PreparedMerge, progress: ProgressReporter): Promise<ArrowTable> {
+async function prepareDirect(deps: ActivityDeps, input: CommitMergeInput, p: PreparedMerge, progress: ProgressReporter): Promise<Batch> {
   const done = await prepare(deps, { table: input.table, key: input.key, shard: p.shard, fromSeq: p.fromSeq, toSeq: p.toSeq }, progress);
-  if (!done.preparedPath) return new arrow.Table();
-  return deps.preparedCache?.take(done.preparedPath) ?? (await readIpcFile(done.preparedPath));
+  if (!done.preparedPath) return { table: new arrow.Table() };
+  return deps.preparedCache?.take(done.preparedPath) ?? { table: await readIpcFile(done.preparedPath) };
 }
 
 /** Reads every batch of the turn (from this worker's memory when it prepared them) as one table. */
-async function readBatches(deps: ActivityDeps, input: CommitMergeInput, all: PreparedMerge[], progress: ProgressReporter): Promise<ArrowTable> {
-  const tables: ArrowTable[] = [];
+async function readBatches(deps: ActivityDeps, input: CommitMergeInput, all: PreparedMerge[], progress: ProgressReporter): Promise<Batch> {
+  const batches: Batch[] = [];
   for (const p of all) {
     if (p.direct) {
-      const t = await prepareDirect(deps, input, p, progress);
-      if (t.numRows > 0) tables.push(t);
+      const b = await prepareDirect(deps, input, p, progress);
+      if (b.table.numRows > 0) batches.push(b);
       continue;
     }
     if (!p.preparedPath || p.rows === 0) continue;
-    const t = deps.preparedCache?.take(p.preparedPath) ?? (await readPrepared(deps, input, p, progress));
-    if (t.numRows > 0) tables.push(t);
+    const b = deps.preparedCache?.take(p.preparedPath) ?? (await readPrepared(deps, input, p, progress));
+    if (b.table.numRows > 0) batches.push(b);
   }
-  if (tables.length <= 1) return tables[0] ?? new arrow.Table();
+  if (batches.length <= 1) return batches[0] ?? { table: new arrow.Table() };
   // Shards never share a key, so the batches together still have one row per key; all
   // generations of a table have the same columns in the same order (fixed at seal).
-  const schema = (tables[0] as ArrowTable).schema;
-  return new arrow.Table(schema, tables.flatMap((t) => t.batches.map((b) => new arrow.RecordBatch(schema, b.data))));
+  const schema = (batches[0] as Batch).table.schema;
+  return { table: new arrow.Table(schema, batches.flatMap((b) => b.table.batches.map((r) => new arrow.RecordBatch(schema, r.data)))) };
 }
 
 async function commit(deps: ActivityDeps, input: CommitMergeInput, progress: ProgressReporter): Promise<CommitResult> {
@@ -88,7 +96,7 @@ async function commit(deps: ActivityDeps, input: CommitMergeInput, progress: Pro
   if (shards.size !== all.length) throw fail('InvalidInput', `commitMerge: two batches of one shard in one commit (${all.map((p) => p.shard).join(', ')})`);
   progress.report({ phase: 'commit', step: 'read-prepared' });
   let t = performance.now();
-  const batch = await readBatches(deps, input, all, progress);
+  const { table: batch, ipc } = await readBatches(deps, input, all, progress);
   const readMs = performance.now() - t;
   if (batch.numRows === 0) {
     // An empty merge would still create a version: skip it.
@@ -106,7 +114,7 @@ async function commit(deps: ActivityDeps, input: CommitMergeInput, progress: Pro
   const t0 = performance.now();
   const r = await progress.bounded(
     { phase: 'commit', step: 'mergeInsert', deadlineMs },
-    conditionalUpsert(tbl, meta.key, batch, { timeoutMs: budget }),
+    conditionalUpsert(tbl, meta.key, batch, { timeoutMs: budget, ...(ipc ? { ipc } : {}) }),
   );
   deps.faults?.afterMergeInsert?.({ attempt: progress.attempt, version: r.version });
   const ranges = all.map((p) => `${p.shard} ${p.fromSeq}..${p.toSeq}`).join(', ');

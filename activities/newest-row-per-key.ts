@@ -9,6 +9,12 @@ import { IntKeyTable } from './int-key-table';
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
+/** Rows hashed between two yields of addYielding: a few ms of work. */
+const SLICE_ROWS = 16_384;
+
+/** Lets timers and I/O callbacks (the Temporal bridge's among them) run before going on. */
+const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 // Map keys for columns IntKeyTable does not take (strings): the same value always maps
 // to the same JS key, which is all dedup needs.
 function keyReader(vec: Vector): (row: number) => unknown {
@@ -41,6 +47,15 @@ function intHalves(vec: Vector): ((row: number, out: Int32Array) => void) | null
   };
 }
 
+/** Rows from..to-1 of one source into the table (a plain function: hot loops optimise better outside generators). */
+function hashRows(ints: IntKeyTable, halves: (row: number, out: Int32Array) => void, base: number, from: number, to: number): void {
+  const kv = new Int32Array(2);
+  for (let i = from; i < to; i++) {
+    halves(i, kv);
+    ints.set(kv[0] as number, kv[1] as number, base + i);
+  }
+}
+
 export class NewestRowPerKey {
   private readonly sources: ArrowTable[] = [];
   private readonly winner = new Map<unknown, number>();
@@ -70,6 +85,21 @@ export class NewestRowPerKey {
   }
 
   add(table: ArrowTable): void {
+    for (const _ of this.addInSlices(table)) {
+      // all at once
+    }
+  }
+
+  /**
+   * `add` in slices of SLICE_ROWS rows, for a caller that lets other work run between
+   * them (prepare-merge.ts: a worker's event loop also carries the commits holding
+   * turns and every workflow task; one 100k-row generation is ~30 ms of hashing).
+   */
+  async addYielding(table: ArrowTable): Promise<void> {
+    for (const _ of this.addInSlices(table)) await yieldToEventLoop();
+  }
+
+  private *addInSlices(table: ArrowTable): Generator<void> {
     if (table.numRows === 0) return;
     this.schemaRef ??= table.schema;
     const s = this.sources.length;
@@ -83,26 +113,43 @@ export class NewestRowPerKey {
       this.ints ??= new IntKeyTable(table.numRows);
       const ints = this.ints;
       const base = s * SHIFT;
-      const kv = new Int32Array(2);
       const n = table.numRows;
-      for (let i = 0; i < n; i++) {
-        halves(i, kv);
-        ints.set(kv[0] as number, kv[1] as number, base + i);
+      for (let from = 0; from < n; from += SLICE_ROWS) {
+        if (from > 0) yield;
+        hashRows(ints, halves, base, from, Math.min(n, from + SLICE_ROWS));
       }
     } else {
       const keys = keyReader(col);
-      for (let i = 0; i < table.numRows; i++) this.winner.set(keys(i), s * SHIFT + i);
+      for (let i = 0; i < table.numRows; i++) {
+        if (i > 0 && i % SLICE_ROWS === 0) yield;
+        this.winner.set(keys(i), s * SHIFT + i);
+      }
     }
     this.rowsSeen += table.numRows;
   }
 
   /** One table holding the winning rows, in the reference schema; null when empty. */
   build(): ArrowTable | null {
+    const it = this.buildInSlices();
+    for (let r = it.next(); ; r = it.next()) if (r.done) return r.value;
+  }
+
+  /** `build`, letting other work run between columns (see addYielding). */
+  async buildYielding(): Promise<ArrowTable | null> {
+    const it = this.buildInSlices();
+    for (let r = it.next(); ; r = it.next()) {
+      if (r.done) return r.value;
+      await yieldToEventLoop();
+    }
+  }
+
+  private *buildInSlices(): Generator<void, ArrowTable | null> {
     const schema = this.schemaRef;
     if (!schema || this.size === 0) return null;
     const picks: ArrayLike<number> = this.ints ? this.ints.picks : [...this.winner.values()];
     const columns: Record<string, Vector> = {};
     for (const field of schema.fields) {
+      if (Object.keys(columns).length > 0) yield;
       columns[field.name] = gatherColumn(
         field,
         this.sources.map((t) => t.getChild(field.name)!),

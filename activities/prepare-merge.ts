@@ -1,4 +1,4 @@
-import { readIpcFile, writeIpcFileAtomic, CorruptArrowFileError, type ArrowTable } from '../src/storage/arrow';
+import { readIpcFile, readIpcFileBytes, writeIpcFileAtomic, writeIpcFileKeepingBytes, CorruptArrowFileError, type ArrowTable } from '../src/storage/arrow';
 import { withScratch, type Alloc } from '../src/storage/scratch';
 import { readSealed, readShardSealed } from '../src/storage/generation-store';
 import { readGcFloor } from '../src/storage/gc-floor';
@@ -60,9 +60,9 @@ async function checkpoints(l: TableLayout, shard: string, fromSeq: number, toSeq
   return ks.sort((a, b) => b - a);
 }
 
-async function readGeneration(file: string, shard: string, seq: number, sealedThrough: number, alloc?: Alloc): Promise<ArrowTable> {
+async function readGeneration(file: string, shard: string, seq: number, sealedThrough: number, alloc?: Alloc): Promise<{ table: ArrowTable; bytes: Buffer }> {
   try {
-    return await readIpcFile(file, alloc ? { alloc } : {});
+    return await readIpcFileBytes(file, alloc ? { alloc } : {});
   } catch (err) {
     if (isNotFound(err)) {
       throw fail('MissingGeneration', `generation ${file} (shard ${shard} seq ${seq}) is missing, though the shard is sealed through ${sealedThrough}`);
@@ -137,17 +137,20 @@ export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, prog
   const reads = toSeq > next ? withScratch : (fn: (alloc: Alloc | undefined) => Promise<PreparedMerge>) => fn(undefined);
   return reads(async (alloc) => {
     const timings = { readMs: 0, dedupeMs: 0, encodeMs: 0 };
+    let singleBytes: Buffer | undefined;
     const checkpointMs = (deps.prepareCheckpointSecs ?? 10) * 1000;
     let lastCheckpoint = Date.now();
     for (let seq = next; seq <= toSeq; seq++) {
       const file = generationFile(l, shard, seq);
       let t = performance.now();
-      const gen = await readGeneration(file, shard, seq, sealed.sealedThroughSeq, alloc);
+      const { table: gen, bytes: genBytes } = await readGeneration(file, shard, seq, sealed.sealedThroughSeq, alloc);
+      // Read into memory of its own (no alloc): a generation that turns out to be its own batch is kept as read.
+      if (!alloc) singleBytes = genBytes;
       const problem = generationProblem(gen, meta.key, seq, acc.schema);
       if (problem) throw fail('InvalidGeneration', `invalid generation ${file}: ${problem}`);
       timings.readMs += performance.now() - t;
       t = performance.now();
-      acc.add(gen);
+      await acc.addYielding(gen);
       timings.dedupeMs += performance.now() - t;
       progress.report({ phase: 'read', filesRead: seq - fromSeq + 1, rowsRead: acc.rowsRead, ...(checkpointThroughSeq ? { checkpointThroughSeq } : {}) });
       await progress.point('read');
@@ -169,18 +172,24 @@ export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, prog
       // the (checksummed, immutable) generation file itself; nothing to encode or write.
       const file = generationFile(l, shard, toSeq);
       const bytes = (await storageOf(file).stat(file))?.size ?? 0;
-      deps.preparedCache?.put(file, acc.single, bytes);
+      if (singleBytes) deps.preparedCache?.put(file, singleBytes);
       progress.report({ phase: 'encode', bytesWritten: 0 });
       return { ...base, preparedPath: file, rows: acc.single.numRows, bytes, resumedFromFile, resumedVia, timings: rounded(timings) };
     }
     let t = performance.now();
-    const batch = acc.build();
+    const batch = await acc.buildYielding();
     timings.dedupeMs += performance.now() - t;
     if (!batch) return { ...base, preparedPath: null, rows: 0, bytes: 0, resumedFromFile, resumedVia, timings: rounded(timings) };
     t = performance.now();
-    const { bytes } = await writeIpcFileAtomic(out, batch, DERIVED);
+    let bytes: number;
+    if (deps.preparedCache) {
+      const ipc = await writeIpcFileKeepingBytes(out, batch, DERIVED);
+      deps.preparedCache.put(out, ipc);
+      bytes = ipc.byteLength;
+    } else {
+      bytes = (await writeIpcFileAtomic(out, batch, DERIVED)).bytes;
+    }
     timings.encodeMs += performance.now() - t;
-    deps.preparedCache?.put(out, batch, bytes);
     progress.report({ phase: 'encode', bytesWritten: bytes });
     // Checkpoints are left to gc (removed once merged): a checkpoint fromSeq..k is also
     // the prepared batch of a unit fromSeq..k, which may still be waiting to commit.

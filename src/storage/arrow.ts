@@ -65,6 +65,13 @@ export async function writeIpcFileAtomic(file: string, data: ArrowTable | Record
   });
 }
 
+/** As writeIpcFileAtomic, but the file's bytes are encoded into memory of their own and returned (to be kept). */
+export async function writeIpcFileKeepingBytes(file: string, data: ArrowTable | RecordBatch, opts: { durable?: boolean } = {}): Promise<Buffer> {
+  const bytes = await encodeIpcFile(data);
+  await storageOf(file).put(file, bytes, opts);
+  return bytes;
+}
+
 /** Problem with the file's bytes against its legacy sidecar, or null; undefined when there is none. */
 async function sidecarProblem(file: string, buf: Uint8Array): Promise<string | null | undefined> {
   const sidecar = await storageOf(file).read(checksumFile(file));
@@ -94,6 +101,11 @@ export interface ReadIpcOptions {
  * ENOENT is passed through unchanged so callers can tell "missing" from "corrupt".
  */
 export async function readIpcFile(file: string, opts: ReadIpcOptions = {}): Promise<ArrowTable> {
+  return (await readIpcFileBytes(file, opts)).table;
+}
+
+/** readIpcFile, also returning the file's bytes (the table's columns are views into them). */
+export async function readIpcFileBytes(file: string, opts: ReadIpcOptions = {}): Promise<{ table: ArrowTable; bytes: Buffer }> {
   const buf = await storageOf(file).read(file, opts.alloc);
   if (buf === null) throw notFound(file);
   // Smallest valid file: magic + padding (8) + footer length (4) + magic (6).
@@ -115,5 +127,8 @@ export async function readIpcFile(file: string, opts: ReadIpcOptions = {}): Prom
   }
   table = withoutChecksum(arrow, table);
   if (table.schema.fields.length === 0) throw new CorruptArrowFileError(file, 'no columns');
-  return table;
+  return { table, bytes: buf };
 }
+
+/** The table of IPC file bytes this process encoded itself (no checks: they never left memory). */
+export const decodeOwnIpcFile = (bytes: Uint8Array): ArrowTable => withoutChecksum(arrow, arrow.tableFromIPC(bytes));

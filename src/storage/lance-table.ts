@@ -1,7 +1,7 @@
 import * as lancedb from '@lancedb/lancedb';
 import { SEQ_COLUMN } from '../names';
 import { arrow, type ArrowTable, type Schema } from './arrow';
-import { acceptEncodedIpc, encodeForLance } from './lance-ipc-input';
+import { acceptEncodedIpc, EncodedIpc, encodeForLance } from './lance-ipc-input';
 import { isS3, joinLoc } from './location';
 import { withScratch } from './scratch';
 import { storageAt } from './open-storage';
@@ -112,14 +112,15 @@ export interface UpsertResult {
  * so re-applying a batch or applying an older one changes nothing. Empty batches are
  * skipped because a no-op merge still creates a version.
  */
-export async function conditionalUpsert(tbl: LanceTable, key: string, batch: ArrowTable, opts: { timeoutMs?: number } = {}): Promise<UpsertResult> {
+export async function conditionalUpsert(tbl: LanceTable, key: string, batch: ArrowTable, opts: { timeoutMs?: number; ipc?: Buffer } = {}): Promise<UpsertResult> {
   if (batch.numRows === 0) return { version: await tbl.version(), inserted: 0, updated: 0, skipped: true };
   acceptEncodedIpc();
   // The scratch stays lent until lancedb's promise settles (it copies the bytes first thing).
   let encodeMs = 0;
   const r = await withScratch(async (alloc) => {
     const t0 = performance.now();
-    const data = await encodeForLance(batch, alloc);
+    // `opts.ipc`: the batch already encoded as one IPC file (a prepared batch as written).
+    const data = opts.ipc ? new EncodedIpc(opts.ipc, batch.numRows) : await encodeForLance(batch, alloc);
     encodeMs = performance.now() - t0;
     return tbl
       .mergeInsert(key)

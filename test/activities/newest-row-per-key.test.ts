@@ -64,6 +64,22 @@ describe('NewestRowPerKey on integer keys (typed hash table)', () => {
     );
   });
 
+  it('in slices (addYielding, buildYielding) it keeps exactly the rows add and build keep, across slice boundaries', async () => {
+    // 40,000-row generations span three 16,384-row slices; keys repeat within and across them.
+    const gen = (g: number) => withSeqColumn(tableFromRows(Array.from({ length: 40_000 }, (_, i) => ({ id: (i * 7919 + g * 13_001) % 50_000, tag: `${g}:${i}` })), 'id'), g + 1, 'id');
+    const whole = new NewestRowPerKey('id');
+    const sliced = new NewestRowPerKey('id');
+    for (const g of [0, 1, 2]) {
+      whole.add(gen(g));
+      await sliced.addYielding(gen(g));
+    }
+    const rows = (t: ArrowTable | null) => t!.toArray().map((r: Record<string, unknown>) => `${String(r.id)}|${String(r.tag)}|${String(r._seq)}`);
+    const got = rows(await sliced.buildYielding());
+    expect(got).toEqual(rows(whole.build()));
+    expect(got.length).toBe(50_000);
+    expect(sliced.rowsRead).toBe(120_000);
+  });
+
   it('Int32 keys: negatives and large unsigned values stay distinct', () => {
     const t = new arrow.Table({ id: arrow.vectorFromArray([-1, 1, -1, 2147483647, -2147483648], new arrow.Int32()), n: arrow.vectorFromArray([1, 2, 3, 4, 5], new arrow.Float64()) });
     const acc = new NewestRowPerKey('id');

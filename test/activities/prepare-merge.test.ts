@@ -210,7 +210,7 @@ describe('prepareMerge reads several generations into reused memory', () => {
       // batch: the table read is what the cache keeps).
       for (const [fromSeq, toSeq] of [[1, 4], [5, 5]] as const) {
       const p = await run(g.acts.prepareMerge, [{ table: g.table, key: 'id', shard: 's0', fromSeq, toSeq }]);
-      const kept = cache.take(p.preparedPath!)!;
+      const kept = cache.take(p.preparedPath!)!.table;
       const rowsOf = (t: typeof kept): string => t.toArray().map((r) => `${r.id}:${r.value}:${r._seq}`).sort().join(',');
       const before = rowsOf(kept);
       // Lend (and scribble over) every kept scratch buffer, as the next preparation would.
