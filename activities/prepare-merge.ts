@@ -181,14 +181,9 @@ export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, prog
     timings.dedupeMs += performance.now() - t;
     if (!batch) return { ...base, preparedPath: null, rows: 0, bytes: 0, resumedFromFile, resumedVia, timings: rounded(timings) };
     t = performance.now();
-    let bytes: number;
-    if (deps.preparedCache) {
-      const ipc = await writeIpcFileKeepingBytes(out, batch, DERIVED);
-      deps.preparedCache.put(out, ipc);
-      bytes = ipc.byteLength;
-    } else {
-      bytes = (await writeIpcFileAtomic(out, batch, DERIVED)).bytes;
-    }
+    const ipc = await writeIpcFileKeepingBytes(out, batch, DERIVED);
+    deps.preparedCache?.put(out, ipc);
+    const bytes = ipc.byteLength;
     timings.encodeMs += performance.now() - t;
     progress.report({ phase: 'encode', bytesWritten: bytes });
     // Checkpoints are left to gc (removed once merged): a checkpoint fromSeq..k is also

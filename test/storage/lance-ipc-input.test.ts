@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { arrow } from '../../src/storage/arrow';
+import { arrow, encodeIpcFile } from '../../src/storage/arrow';
 import { acceptEncodedIpc, EncodedIpc, encodeForLance } from '../../src/storage/lance-ipc-input';
 import { conditionalUpsert, openLanceTable, openOrCreateLanceTable } from '../../src/storage/lance-table';
 import { withScratch } from '../../src/storage/scratch';
@@ -39,5 +39,15 @@ describe('handing lancedb pre-encoded IPC', () => {
     expect(await conditionalUpsert(tbl, 'id', batch([1], 0, () => 'old'))).toMatchObject({ inserted: 0, updated: 0 });
     const rows = (await (await openLanceTable(dir, 't'))!.query().toArray()).map((r) => `${r.id}:${r.name}`).sort();
     expect(rows).toEqual(['1:a1', '2:b2', '3:b3', '4:b4']);
+  });
+
+  it('merges the bytes it is handed (a checksummed IPC file, as prepared batches are written), not the table', async () => {
+    const first = batch([1, 2], 1, (i) => `a${i}`);
+    const tbl = await openOrCreateLanceTable(dir, 't', 'id', first.schema);
+    // The table says seq 1 rows 1, 2; the bytes say seq 2 rows 2, 3: the bytes are what Lance gets.
+    const ipc = await encodeIpcFile(batch([2, 3], 2, (i) => `b${i}`));
+    expect(await conditionalUpsert(tbl, 'id', first, { ipc })).toMatchObject({ inserted: 2, updated: 0 });
+    const rows = (await (await openLanceTable(dir, 't'))!.query().toArray()).map((r) => `${r.id}:${r.name}:${r._seq}`).sort();
+    expect(rows).toEqual(['2:b2:2', '3:b3:2']);
   });
 });
