@@ -26,7 +26,9 @@ export function cloneState(s: TableState): TableState {
     policy: s.policy,
     shards: s.shards.map((sh) => ({ ...sh })),
     units: s.units.map(cloneUnit),
-    turn: s.turn ? { ...s.turn, ...(s.turn.riders ? { riders: [...s.turn.riders] } : {}) } : null,
+    turn: s.turn
+      ? { ...s.turn, ...(s.turn.riders ? { riders: [...s.turn.riders] } : {}), ...(s.turn.streakBefore ? { streakBefore: { ...s.turn.streakBefore } } : {}) }
+      : null,
     streak: s.streak ? { ...s.streak } : null,
     pausedKinds: [...s.pausedKinds],
     bumps: s.bumps.map((b) => ({ ...b, target: { ...b.target } })),

@@ -39,7 +39,7 @@ function ridersOf(state: TableState, pick: TurnPick, nowMs: number): Unit[] {
 function grant(state: TableState, pick: TurnPick, nowMs: number, decisions: Decision[]): void {
   const u = pick.unit;
   const riders = ridersOf(state, pick, nowMs);
-  state.turn = { unitId: u.id, kind: u.kind, sinceMs: nowMs, why: pick.why, ...(riders.length ? { riders: riders.map((r) => r.id) } : {}) };
+  state.turn = { unitId: u.id, kind: u.kind, sinceMs: nowMs, why: pick.why, ...(riders.length ? { riders: riders.map((r) => r.id) } : {}), streakBefore: state.streak };
   state.streak = state.streak?.kind === u.kind ? { kind: u.kind, count: state.streak.count + 1 } : { kind: u.kind, count: 1 };
   for (const x of [u, ...riders]) {
     x.state = 'committing';

@@ -1,7 +1,7 @@
 import { clonePolicy, cloneState } from './clone';
 import { applyPullIn, maxSnapshotSecs } from './idle';
 import { byName, nextDueMs } from './time';
-import type { PeriodicMark, Policy, TableState } from './types';
+import type { PeriodicMark, Policy, Streak, TableState } from './types';
 import { KINDS, type Kind, type PerKind } from './types';
 
 const perKind = <T>(v: T): PerKind<T> => Object.fromEntries(KINDS.map((k: Kind) => [k, v])) as PerKind<T>;
@@ -81,9 +81,20 @@ export function carryOver(state: TableState): TableState {
   const next = cloneState(state);
   next.units = next.units.filter((u) => u.state !== 'preparing');
   for (const u of next.units) if (u.state === 'committing') u.state = 'ready';
+  // The shell continues as new only with no commit in flight, so a turn still held here
+  // was granted while the run drained and never started. Its grant is taken back whole:
+  // left in the streak, a kind limited to one turn in a row (optimize, index, gc) lost
+  // its next turn in the new run to a turn it never had (a bumped optimize waited behind
+  // a merge that way).
+  if (next.turn) next.streak = next.turn.streakBefore !== undefined ? next.turn.streakBefore : undoneStreak(next.streak);
   next.turn = null;
   next.snapshotInFlight = false;
   // The commit a deferred pull-in waited for never ran in this run.
   applyPullIn(next);
   return next;
+}
+
+/** A state carried from before streakBefore: one turn off the streak (the kind before it is unknown). */
+function undoneStreak(s: Streak | null): Streak | null {
+  return s === null || s.count <= 1 ? null : { kind: s.kind, count: s.count - 1 };
 }

@@ -180,6 +180,18 @@ export interface TurnHolder {
   why: string;
   /** Merge units committed in the same turn, in one Lance commit (see evaluate.ts). */
   riders?: string[];
+  /**
+   * The streak before this grant, so a grant whose commit never started (made while the
+   * run drained for continue-as-new) can be taken back by carryOver. Absent in states
+   * carried from runs before it.
+   */
+  streakBefore?: Streak | null;
+}
+
+/** The kind of the last granted turns and how many in a row. */
+export interface Streak {
+  kind: Kind;
+  count: number;
 }
 
 /**
@@ -200,8 +212,7 @@ export interface TableState {
   shards: ShardState[];
   units: Unit[];
   turn: TurnHolder | null;
-  /** The kind of the last granted turns and how many in a row. */
-  streak: { kind: Kind; count: number } | null;
+  streak: Streak | null;
   paused: boolean;
   pausedKinds: Kind[];
   bumps: Bump[];

@@ -170,6 +170,34 @@ describe('snapshot, policy, wake-ups', () => {
     ]);
     expect(commits(step(c, { type: 'timer' }, 3000).decisions).map((x) => x.unit.id)).toEqual(['merge/s0']);
   });
+
+  it('carryOver takes back a grant whose commit never started, streak included', () => {
+    // optimize may take one turn in a row; a bump puts it in class 1 ahead of the merges.
+    const d = twoMergesReady({ maxConsecutiveTurns: { merge: 5, optimize: 1, index: 1, gc: 1 } });
+    d.at(3000).send(committed('merge/s0'));
+    expect(d.state.turn?.unitId).toBe('merge/s1');
+    d.send({ type: 'bump', bump: { target: { kind: 'optimize' }, class: 1, reason: 'r', expiresAtMs: 99_000 } });
+    d.send(demand('s0', 9, 9));
+    d.at(4000).send(prepared('optimize'));
+    d.at(4100).send(prepared('merge/s0'));
+    // The merge's commit ends while the run drains: the core grants optimize the turn, the
+    // shell starts nothing and continues as new.
+    const granted = d.at(5000).send(committed('merge/s1'));
+    expect(commits(granted).map((x) => x.unit.id)).toEqual(['optimize']);
+    expect(d.state.streak).toEqual({ kind: 'optimize', count: 1 });
+    const c = carryOver(d.state);
+    expect(c.streak).toEqual({ kind: 'merge', count: 2 });
+    // In the new run optimize still goes first; it is not "limited after 1 turn in a row".
+    const first = commits(step(c, { type: 'timer' }, 6000).decisions);
+    expect(first.map((x) => [x.unit.id, x.why])).toEqual([['optimize', 'class 1, bumped: r']]);
+
+    // A state carried from before streakBefore: the grant's one turn comes off the streak.
+    const legacy: TableState = { ...d.state, turn: { ...d.state.turn!, streakBefore: undefined } };
+    delete legacy.turn!.streakBefore;
+    expect(carryOver(legacy).streak).toBeNull();
+    const long: TableState = { ...legacy, streak: { kind: 'merge', count: 3 } };
+    expect(carryOver(long).streak).toEqual({ kind: 'merge', count: 2 });
+  });
 });
 
 function deepFreeze<T>(o: T): T {

@@ -30,28 +30,40 @@ export interface ActivityRun {
 
 export const ms = (t: Timestamp | null | undefined): number => optionalTsToMs(t) ?? 0;
 
-/** The events of one run whose type is `EVENT_TYPE_<type>`, e.g. 'TIMER_STARTED'. */
+/** The events of the latest run (not the chain: ids there are the run's own) whose type is `EVENT_TYPE_<type>`, e.g. 'TIMER_STARTED'. */
 export async function historyEvents(handle: WorkflowHandle, type: keyof typeof E extends `EVENT_TYPE_${infer T}` ? T : never): Promise<temporal.api.history.v1.IHistoryEvent[]> {
   const history = await handle.fetchHistory();
   return (history.events ?? []).filter((e) => e.eventType === E[`EVENT_TYPE_${type}`]);
 }
 
-/** Every activity of one run in scheduling order, with when it closed and how. */
+/**
+ * Every activity of the workflow's whole continue-as-new chain in scheduling order, with
+ * when it closed and how. Under load a run continues as new every few hundred events, so
+ * reading only the latest run loses what a test looks for (CI lost a planOptimize that
+ * way). Event ids are numbered across the chain (a later run's ids come after every id of
+ * the runs before it), so comparisons of ids keep meaning "happened before".
+ */
 export async function activityRuns(handle: WorkflowHandle): Promise<ActivityRun[]> {
-  return activityRunsOf(await handle.fetchHistory());
+  let offset = 0;
+  const runs: ActivityRun[] = [];
+  for (const history of await chainHistories(handle.client, handle.workflowId)) {
+    runs.push(...activityRunsOf(history, offset));
+    offset += history.events?.length ?? 0;
+  }
+  return runs;
 }
 
 export type History = Awaited<ReturnType<WorkflowHandle['fetchHistory']>>;
 
-/** activityRuns of a history already fetched. */
-export function activityRunsOf(history: History): ActivityRun[] {
+/** activityRuns of one history already fetched; `offset` is added to its event ids. */
+export function activityRunsOf(history: History, offset = 0): ActivityRun[] {
   const byId = new Map<number, ActivityRun>();
   const runs: ActivityRun[] = [];
   // Workflow code reads the clock of the workflow task it runs in (its started time).
   let taskStartedAtMs = 0;
   let closedUnseen: ActivityRun[] = [];
   for (const e of history.events ?? []) {
-    const id = Number(e.eventId);
+    const id = Number(e.eventId) + offset;
     const at = ms(e.eventTime);
     if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_STARTED) {
       taskStartedAtMs = at;
@@ -80,7 +92,7 @@ export function activityRunsOf(history: History): ActivityRun[] {
     }
     const started = e.activityTaskStartedEventAttributes;
     if (started) {
-      const r = byId.get(Number(started.scheduledEventId));
+      const r = byId.get(Number(started.scheduledEventId) + offset);
       if (r) {
         r.startedBy = started.identity ?? null;
         r.startedAtMs = at;
@@ -97,7 +109,7 @@ export function activityRunsOf(history: History): ActivityRun[] {
     ];
     for (const [outcome, attrs] of close) {
       if (!attrs) continue;
-      const r = byId.get(Number(attrs.scheduledEventId));
+      const r = byId.get(Number(attrs.scheduledEventId) + offset);
       if (!r) continue;
       Object.assign(r, { closedAtMs: at, closedEventId: id, outcome });
       const payload = e.activityTaskCompletedEventAttributes?.result?.payloads?.[0];
@@ -109,10 +121,11 @@ export function activityRunsOf(history: History): ActivityRun[] {
 }
 
 /** Every run of a workflow's continue-as-new chain, oldest first, walked back from the latest. */
-export async function chainHistories(client: Client, workflowId: string): Promise<History[]> {
+export async function chainHistories(client: Client | WorkflowHandle['client'], workflowId: string): Promise<History[]> {
+  const workflows = 'workflow' in client ? client.workflow : client;
   const histories: History[] = [];
-  for (let runId: string | undefined = (await client.workflow.getHandle(workflowId).describe()).runId; runId; ) {
-    const h = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+  for (let runId: string | undefined = (await workflows.getHandle(workflowId).describe()).runId; runId; ) {
+    const h = await workflows.getHandle(workflowId, runId).fetchHistory();
     histories.unshift(h);
     runId = h.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId || undefined;
   }
