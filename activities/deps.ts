@@ -1,4 +1,5 @@
 import type { AdmissionDeps } from './admission';
+import type { OneAtATime } from './one-at-a-time';
 import type { PreparedCache } from './prepared-cache';
 
 // What a worker hands its activities. Workers are stateless: everything durable is in
@@ -38,6 +39,8 @@ export interface ActivityDeps {
   preparedCache?: PreparedCache;
   /** Bytes of the prepared cache createActivities makes (default 256 MiB); a worker with a budget sets less. */
   preparedCacheBytes?: number;
+  /** Orders preparations of one table on this worker (one-at-a-time.ts; createActivities makes one). */
+  preparations?: OneAtATime;
   /** Admission by reserved bytes (activities/admission.ts); absent: activities run unreserved (tests). */
   admission?: AdmissionDeps;
 }

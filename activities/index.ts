@@ -9,6 +9,7 @@ import { makePlanIndex } from './plan-index';
 import { makePlanOptimize } from './plan-optimize';
 import { makePrepareMerge } from './prepare-merge';
 import { makeSnapshot } from './snapshot';
+import { OneAtATime } from './one-at-a-time';
 import { PreparedCache } from './prepared-cache';
 
 /** Prepared batches a worker keeps in memory for their commits (see prepared-cache.ts). */
@@ -20,7 +21,11 @@ export { activityInterceptors } from './interceptors';
 
 /** The activities a worker registers; names are the activity type names. */
 export function createActivities(input: ActivityDeps) {
-  const deps: ActivityDeps = { ...input, preparedCache: input.preparedCache ?? new PreparedCache(input.preparedCacheBytes ?? PREPARED_CACHE_BYTES) };
+  const deps: ActivityDeps = {
+    ...input,
+    preparedCache: input.preparedCache ?? new PreparedCache(input.preparedCacheBytes ?? PREPARED_CACHE_BYTES),
+    preparations: input.preparations ?? new OneAtATime(),
+  };
   // Merges reserve by their input (inside their own factories); the others a fixed size.
   const fixed = <A, R>(name: string, fn: (a: A) => Promise<R>) => (a: A) => withReservation(deps, FIXED_RESERVATIONS[name] ?? SMALL_BYTES, () => fn(a));
   return {

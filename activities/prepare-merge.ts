@@ -1,3 +1,4 @@
+import { Context } from '@temporalio/activity';
 import { readIpcFile, readIpcFileBytes, writeIpcFileAtomic, writeIpcFileKeepingBytes, CorruptArrowFileError, type ArrowTable } from '../src/storage/arrow';
 import { withScratch, type Alloc } from '../src/storage/scratch';
 import { readSealed, readShardSealed } from '../src/storage/generation-store';
@@ -72,11 +73,18 @@ async function readGeneration(file: string, shard: string, seq: number, sealedTh
   }
 }
 
+/** Longest a preparation waits for an earlier one of its table on this worker (one-at-a-time.ts). */
+export const MAX_PREPARATION_WAIT_MS = 10_000;
+
 export function makePrepareMerge(deps: ActivityDeps) {
   return async function prepareMerge(input: PrepareMergeInput): Promise<PrepareMergeResult> {
     // Issue 8: the range is cut to what fits a batch, and its reservation is held while it runs.
     const bounded = await boundMergeRange(deps, input);
-    const p = await withReservation(deps, prepareReservation(bounded.bytes), () => prepare(deps, { ...input, toSeq: bounded.toSeq }, new ProgressReporter('prepareMerge', deps.faults)));
+    const run = () => withReservation(deps, prepareReservation(bounded.bytes), () => prepare(deps, { ...input, toSeq: bounded.toSeq }, new ProgressReporter('prepareMerge', deps.faults)));
+    const ctx = Context.current();
+    // Nothing is reported while waiting, so the wait stays well inside the heartbeat timeout.
+    const maxWaitMs = Math.min(MAX_PREPARATION_WAIT_MS, (ctx.info.heartbeatTimeoutMs ?? MAX_PREPARATION_WAIT_MS * 4) / 4);
+    const p = deps.preparations ? await deps.preparations.run(input.table, { maxWaitMs, cancelled: ctx.cancelled }, run) : await run();
     const prepared = bounded.maxBatchBytes === undefined ? p : { ...p, maxBatchBytes: bounded.maxBatchBytes };
     // A scan of every shard on the way out (a few small reads): the table counts it as a
     // snapshot, so a table that merges steadily needs no snapshot activity of its own.
