@@ -27,6 +27,8 @@ import { generationProblem } from './validate-generation';
 //   attempt's last heartbeat details and starts reading at k + 1. Heartbeats are
 //   throttled and a dying worker may not deliver its last one, so when the details name
 //   no usable checkpoint the newest valid one on disk is used instead.
+// A retry may cover more than the attempt before it (widenToSealed: what was sealed
+// meanwhile joins); each batch file is still a function of its own range.
 // Dedup state itself is in memory (the heartbeat payload is capped at a few KiB), so
 // without any checkpoint the read starts over.
 
@@ -78,18 +80,36 @@ export const MAX_PREPARATION_WAIT_MS = 10_000;
 
 export function makePrepareMerge(deps: ActivityDeps) {
   return async function prepareMerge(input: PrepareMergeInput): Promise<PrepareMergeResult> {
-    // Issue 8: the range is cut to what fits a batch, and its reservation is held while it runs.
-    const bounded = await boundMergeRange(deps, input);
-    const run = () => withReservation(deps, prepareReservation(bounded.bytes), () => prepare(deps, { ...input, toSeq: bounded.toSeq }, new ProgressReporter('prepareMerge', deps.faults)));
+    const run = async () => {
+      const widened = await widenToSealed(deps, input);
+      // Issue 8: the range is cut to what fits a batch, and its reservation is held while it runs.
+      const bounded = await boundMergeRange(deps, widened);
+      const p = await withReservation(deps, prepareReservation(bounded.bytes), () => prepare(deps, { ...widened, toSeq: bounded.toSeq }, new ProgressReporter('prepareMerge', deps.faults)));
+      return bounded.maxBatchBytes === undefined ? p : { ...p, maxBatchBytes: bounded.maxBatchBytes };
+    };
     const ctx = Context.current();
     // Nothing is reported while waiting, so the wait stays well inside the heartbeat timeout.
     const maxWaitMs = Math.min(MAX_PREPARATION_WAIT_MS, (ctx.info.heartbeatTimeoutMs ?? MAX_PREPARATION_WAIT_MS * 4) / 4);
-    const p = deps.preparations ? await deps.preparations.run(input.table, { maxWaitMs, cancelled: ctx.cancelled }, run) : await run();
-    const prepared = bounded.maxBatchBytes === undefined ? p : { ...p, maxBatchBytes: bounded.maxBatchBytes };
+    const prepared = deps.preparations ? await deps.preparations.run(input.table, { maxWaitMs, cancelled: ctx.cancelled }, run) : await run();
     // A scan of every shard on the way out (a few small reads): the table counts it as a
     // snapshot, so a table that merges steadily needs no snapshot activity of its own.
     return { ...prepared, scan: await readSealed(deps.dataRoot, input.table) };
   };
+}
+
+/**
+ * The unit's range, extended to what its shard has sealed by now. The table decided the
+ * range when it scheduled the unit; what was sealed since (while the activity was queued,
+ * or waited behind another preparation of its table) joins this batch instead of waiting
+ * for a commit of its own. The result's toSeq says what was covered, and the table takes
+ * it as the unit's range (src/policy/events.ts): no other unit of the shard starts after
+ * a head that is still preparing. Invalid input is left to prepare() to refuse.
+ */
+async function widenToSealed(deps: ActivityDeps, input: PrepareMergeInput): Promise<PrepareMergeInput> {
+  const { fromSeq, toSeq } = input;
+  if (!Number.isSafeInteger(fromSeq) || !Number.isSafeInteger(toSeq) || fromSeq < 1 || fromSeq > toSeq) return input;
+  const sealed = await readShardSealed(deps.dataRoot, input.table, input.shard).catch(() => null);
+  return sealed && sealed.sealedThroughSeq > toSeq ? { ...input, toSeq: sealed.sealedThroughSeq } : input;
 }
 
 /** The preparation itself, also run by a commit whose prepared batch was lost (commit-merge.ts). */

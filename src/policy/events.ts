@@ -57,7 +57,14 @@ function onPrepared(state: TableState, e: Ev<'prepared'>, nowMs: number): void {
   if (u?.state !== 'preparing') return;
   // A merge preparation may cover only the start of its range (a batch bounded by the
   // fleet's memory, issue 8): the rest stays backlog, for a follower or the next unit.
-  if (u.kind === 'merge' && e.kind === 'merge' && e.prepared && e.prepared.toSeq >= u.fromSeq && e.prepared.toSeq < u.toSeq) u.toSeq = e.prepared.toSeq;
+  // Or more than its range: what was sealed between the decision and its start
+  // (activities/prepare-merge.ts). No unit of the shard starts after one still preparing
+  // (a follower waits for its head to be prepared), so nothing overlaps; and only up to
+  // what the table knows is sealed (the scan above), so the backlog never goes negative.
+  if (u.kind === 'merge' && e.kind === 'merge' && e.prepared && u.shard !== null && e.prepared.toSeq >= u.fromSeq) {
+    const grows = e.prepared.toSeq > u.toSeq && e.prepared.toSeq <= shardOf(state, u.shard).sealedThroughSeq;
+    if (e.prepared.toSeq < u.toSeq || grows) u.toSeq = e.prepared.toSeq;
+  }
   if (e.scan) u.scanned = true;
   state.counters.retries += Math.max(0, e.attempts - 1);
   if (e.reservedBytes !== undefined) u.reservedBytes = e.reservedBytes;

@@ -22,10 +22,11 @@ const old = (file: string) => {
 
 describe('gc', () => {
   it('deletes only merged generations, merged prepared batches and old temp files; never SEALED.json', async () => {
-    await sealMany(f, 's0', 5, 30, [0, 99]);
+    await sealMany(f, 's0', 3, 30, [0, 99]);
     await sealMany(f, 's1', 3, 30, [0, 99]);
     await prepareAndCommit(f, 's0', 1, 3);
     await prepareAndCommit(f, 's1', 1, 3);
+    await sealMany(f, 's0', 2, 30, [0, 99], 1003);
     await run(f.acts.prepareMerge, [{ table: f.table, key: 'id', shard: 's0', fromSeq: 4, toSeq: 5 }]); // prepared, not merged
     const l = tableLayout(f.root, f.table);
     const oldTemp = path.join(shardDir(l, 's0'), `${TEMP_MARKER}999-dead-000000000009.arrow`);
@@ -65,8 +66,9 @@ describe('gc', () => {
   });
 
   it('records what it deleted, so a merge started afresh from seq 1 skips it; an unrecorded missing file still fails', async () => {
-    await sealMany(f, 's0', 4, 30, [0, 99]);
+    await sealMany(f, 's0', 2, 30, [0, 99]);
     await prepareAndCommit(f, 's0', 1, 2);
+    await sealMany(f, 's0', 2, 30, [0, 99], 1002);
     const rowsAfterTwo = await tableRows(f);
     const plan = await run(f.acts.planGc, [{ table: f.table, mergedThrough: [{ shard: 's0', mergedThroughSeq: 2 }, { shard: 's1', mergedThroughSeq: 0 }] }]);
     await run(f.acts.gc, [{ table: f.table, ...plan }]);

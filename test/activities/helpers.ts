@@ -62,10 +62,14 @@ export async function run<A extends unknown[], R>(fn: (...args: A) => Promise<R>
   return start(fn, args, info).result;
 }
 
-/** Seal `gens` generations of `rowsPer` rows into a shard; seed g makes values differ per generation. */
-export async function sealMany(f: Fixture, shard: string, gens: number, rowsPer: number, keyRange: [number, number] = [0, 999]): Promise<void> {
+/**
+ * Seal `gens` generations of `rowsPer` rows into a shard; seed firstSeed + g makes values
+ * differ per generation. A preparation covers everything its shard has sealed when it
+ * starts (prepare-merge.ts), so a test that merges a part seals the rest after it.
+ */
+export async function sealMany(f: Fixture, shard: string, gens: number, rowsPer: number, keyRange: [number, number] = [0, 999], firstSeed = 1000): Promise<void> {
   for (let g = 0; g < gens; g++) {
-    const rows = generateRows({ keys: keyRange, count: rowsPer, shard, shards: f.shards, seed: 1000 + g });
+    const rows = generateRows({ keys: keyRange, count: rowsPer, shard, shards: f.shards, seed: firstSeed + g });
     await sealGeneration(f.root, f.table, shard, rows);
   }
 }

@@ -16,8 +16,10 @@ describe('optimize and index', () => {
   });
 
   it('builds missing indices, then plans and runs an optimize that compacts and folds unindexed rows', async () => {
-    await sealMany(f, 's0', 4, 50, [0, 299]);
-    for (let s = 1; s <= 4; s++) await prepareAndCommit(f, 's0', s, s);
+    for (let s = 1; s <= 4; s++) {
+      await sealMany(f, 's0', 1, 50, [0, 299], 1000 + s);
+      await prepareAndCommit(f, 's0', s, s);
+    }
     expect((await run(f.acts.planIndex, [{ table: f.table }])).missing).toHaveLength(2);
     const built = await run(f.acts.ensureIndex, [{ table: f.table }]);
     expect(built.built.map((b) => b.type)).toEqual(['btree', 'bitmap']);

@@ -51,6 +51,22 @@ describe('prepareMerge', () => {
     ]);
   });
 
+  it('covers what its shard sealed after the unit was decided: the result says the range it took', async () => {
+    await sealMany(f, 's0', 3, 20);
+    const p = await run(f.acts.prepareMerge, [input(1, 1)]);
+    expect(p).toMatchObject({ fromSeq: 1, toSeq: 3 });
+    // The newest row per key of all three generations, read back independently.
+    const newest = new Map<number, number>();
+    for (const seq of [1, 2, 3]) for (const row of (await readIpcFile(generationFile(tableLayout(f.root, f.table), 's0', seq))).toArray()) newest.set(Number(row.id), seq);
+    const t = await readIpcFile(p.preparedPath!);
+    const got = new Map(t.toArray().map((row) => [Number(row.id), Number(row._seq)]));
+    expect(got).toEqual(newest);
+    expect([...got.values()]).toContain(3);
+    // Nothing sealed past the range: it stays as given.
+    const q = await run(f.acts.prepareMerge, [input(2, 3)]);
+    expect(q).toMatchObject({ fromSeq: 2, toSeq: 3 });
+  });
+
   it('scans every shard on the way out: a seal of another shard, whose signal never came, is in the result', async () => {
     const s0 = generateRows({ keys: [0, 50], shard: 's0', shards: f.shards, count: 3 });
     const s1 = generateRows({ keys: [0, 50], shard: 's1', shards: f.shards, count: 3 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { backlogOf, carryOver, initialState, NEVER, statusView, step } from '../../src/policy';
-import type { TableState } from '../../src/policy/types';
+import type { PolicyEvent, TableState } from '../../src/policy/types';
 import { commits, committed, demand, Driver, prepared, prepares, quietTable, simPolicy, twoMergesReady, wakeAts } from './helpers';
 
 
@@ -50,6 +50,38 @@ describe('units and preparation', () => {
     const after = d.at(10).send(prepared('merge/s0'));
     expect(prepares(after).map((p) => p.unit.id)).toEqual(['merge/s1']);
     expect(commits(after).map((c) => c.unit.id)).toEqual(['merge/s0']);
+  });
+
+  it("a merge takes the range its preparation covered: less (a bounded batch) or more (sealed since), never past what is known sealed", () => {
+    const mergePrepared = (unitId: string, shard: string, fromSeq: number, toSeq: number, scanThrough?: number): PolicyEvent => ({
+      type: 'prepared',
+      kind: 'merge',
+      unitId,
+      needsCommit: true,
+      attempts: 1,
+      prepared: { shard, fromSeq, toSeq, preparedPath: `p/${shard}-${fromSeq}-${toSeq}`, rows: 10, bytes: 100, attempt: 1, resumedFromFile: 0, resumedVia: null },
+      ...(scanThrough === undefined ? {} : { scan: { revision: scanThrough, shards: [{ shard, sealedThroughSeq: scanThrough, revision: scanThrough }] } }),
+    });
+    const d = new Driver(quietTable({}, ['s0']));
+    d.send(demand('s0', 2));
+    expect(d.unit('merge/s0')).toMatchObject({ fromSeq: 1, toSeq: 2 });
+    // Seqs 3..5 were sealed while it was queued: its scan says so, and the unit covers them.
+    d.at(10).send(mergePrepared('merge/s0', 's0', 1, 5, 5));
+    expect(d.unit('merge/s0')).toMatchObject({ state: 'committing', toSeq: 5 });
+    // The follower starts after the grown range.
+    expect(prepares(d.send(demand('s0', 7))).map((x) => [x.unit.id, x.unit.fromSeq, x.unit.toSeq])).toEqual([['merge/s0@6', 6, 7]]);
+    d.at(20).send(committed('merge/s0'));
+    expect(d.state.shards[0]!.mergedThroughSeq).toBe(5);
+    // Past what the table knows is sealed (no scan came with it): the range stays.
+    const e = new Driver(quietTable({}, ['s0']));
+    e.send(demand('s0', 2));
+    e.at(10).send(mergePrepared('merge/s0', 's0', 1, 4));
+    expect(e.unit('merge/s0')).toMatchObject({ toSeq: 2 });
+    // A batch bounded by memory: the rest stays backlog for the next unit.
+    const f = new Driver(quietTable({}, ['s0']));
+    f.send(demand('s0', 6));
+    f.at(10).send(mergePrepared('merge/s0', 's0', 1, 3));
+    expect(f.unit('merge/s0')).toMatchObject({ toSeq: 3 });
   });
 
   it('a commit advances mergedThroughSeq and the rest of the backlog gets a fresh unit (without pipelining)', () => {
