@@ -115,7 +115,13 @@ test('two 1 GiB workers merge 20 tables of ~400 MiB units within their budgets; 
   await waiter.wait(names[0]!, shard, sealed.get(names[0]!)!);
   phase('first table merged');
   const victim = b.child.pid!;
-  await eventually(async () => (await liveRecords(h.dataRoot)).find((r) => r.pid === victim)?.running.some((x) => x.activity !== 'poll'), 'the second worker running a unit', 120_000, 50);
+  await eventually(async () => (await liveRecords(h.dataRoot)).find((r) => r.pid === victim)?.running.some((x) => x.activity !== 'poll'), 'the second worker running a unit', 120_000, 50).catch(async (e: unknown) => {
+    // What each worker held, and how far the tables got, when the second never showed a unit (CI saw this once).
+    console.log('fleet-memory: live records', JSON.stringify(await liveRecords(h.dataRoot)));
+    console.log('fleet-memory: turns per table', JSON.stringify(await Promise.all(names.map(async (n) => (await h.tables.status(n)).counters.turns.merge))));
+    console.log(`fleet-memory: second worker output ${b.out().slice(-2000)}`);
+    throw e;
+  });
   const peakOfVictim = vm(victim, 'VmHWM');
   const survivorBefore = (await liveRecords(h.dataRoot)).find((r) => r.pid === a.child.pid)!;
   phase('second worker killed');
@@ -169,7 +175,13 @@ test('SIGTERM drains a worker within worker.shutdownGraceSecs; its units hand ov
   // SIGTERM while B runs a unit: it stops polling at once, lets the unit run for the
   // grace at most, removes its registry record and exits.
   const victim = b.child.pid!;
-  await eventually(async () => (await liveRecords(h.dataRoot)).find((r) => r.pid === victim)?.running.some((x) => x.activity !== 'poll'), 'the second worker running a unit', 120_000, 50);
+  await eventually(async () => (await liveRecords(h.dataRoot)).find((r) => r.pid === victim)?.running.some((x) => x.activity !== 'poll'), 'the second worker running a unit', 120_000, 50).catch(async (e: unknown) => {
+    // What each worker held, and how far the tables got, when the second never showed a unit (CI saw this once).
+    console.log('fleet-memory: live records', JSON.stringify(await liveRecords(h.dataRoot)));
+    console.log('fleet-memory: turns per table', JSON.stringify(await Promise.all(names.map(async (n) => (await h.tables.status(n)).counters.turns.merge))));
+    console.log(`fleet-memory: second worker output ${b.out().slice(-2000)}`);
+    throw e;
+  });
   const unitsAtStop = (await liveRecords(h.dataRoot)).find((r) => r.pid === victim)!.running.filter((x) => x.activity !== 'poll').map((x) => x.unit);
   const stoppedAt = Date.now();
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => b.child.once('exit', (code, signal) => r({ code, signal })));
