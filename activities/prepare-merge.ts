@@ -81,10 +81,12 @@ export const MAX_PREPARATION_WAIT_MS = 10_000;
 export function makePrepareMerge(deps: ActivityDeps) {
   return async function prepareMerge(input: PrepareMergeInput): Promise<PrepareMergeResult> {
     const run = async () => {
-      const widened = await widenToSealed(deps, input);
+      const { widened, sealedThroughSeq } = await widenToSealed(deps, input);
       // Issue 8: the range is cut to what fits a batch, and its reservation is held while it runs.
       const bounded = await boundMergeRange(deps, widened);
-      const p = await withReservation(deps, prepareReservation(bounded.bytes), () => prepare(deps, { ...widened, toSeq: bounded.toSeq }, new ProgressReporter('prepareMerge', deps.faults)));
+      const p = await withReservation(deps, prepareReservation(bounded.bytes), () =>
+        prepare(deps, { ...widened, toSeq: bounded.toSeq }, new ProgressReporter('prepareMerge', deps.faults), sealedThroughSeq),
+      );
       return bounded.maxBatchBytes === undefined ? p : { ...p, maxBatchBytes: bounded.maxBatchBytes };
     };
     const ctx = Context.current();
@@ -103,17 +105,24 @@ export function makePrepareMerge(deps: ActivityDeps) {
  * or waited behind another preparation of its table) joins this batch instead of waiting
  * for a commit of its own. The result's toSeq says what was covered, and the table takes
  * it as the unit's range (src/policy/events.ts): no other unit of the shard starts after
- * a head that is still preparing. Invalid input is left to prepare() to refuse.
+ * a head that is still preparing. Invalid input is left to prepare() to refuse. The
+ * sealed-through seq read here is handed on, so prepare() does not probe the shard again.
  */
-async function widenToSealed(deps: ActivityDeps, input: PrepareMergeInput): Promise<PrepareMergeInput> {
+async function widenToSealed(deps: ActivityDeps, input: PrepareMergeInput): Promise<{ widened: PrepareMergeInput; sealedThroughSeq?: number }> {
   const { fromSeq, toSeq } = input;
-  if (!Number.isSafeInteger(fromSeq) || !Number.isSafeInteger(toSeq) || fromSeq < 1 || fromSeq > toSeq) return input;
+  if (!Number.isSafeInteger(fromSeq) || !Number.isSafeInteger(toSeq) || fromSeq < 1 || fromSeq > toSeq) return { widened: input };
   const sealed = await readShardSealed(deps.dataRoot, input.table, input.shard).catch(() => null);
-  return sealed && sealed.sealedThroughSeq > toSeq ? { ...input, toSeq: sealed.sealedThroughSeq } : input;
+  if (!sealed) return { widened: input };
+  const widened = sealed.sealedThroughSeq > toSeq ? { ...input, toSeq: sealed.sealedThroughSeq } : input;
+  return { widened, sealedThroughSeq: sealed.sealedThroughSeq };
 }
 
-/** The preparation itself, also run by a commit whose prepared batch was lost (commit-merge.ts). */
-export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, progress: ProgressReporter): Promise<PreparedMerge> {
+/**
+ * The preparation itself, also run by a commit whose prepared batch was lost
+ * (commit-merge.ts). `sealedThroughSeq`: the shard's sealed-through seq when the caller
+ * has just read it (sealed seqs only grow, so it is still a valid bound).
+ */
+export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, progress: ProgressReporter, sealedThroughSeq?: number): Promise<PreparedMerge> {
   const { table, shard, fromSeq, toSeq } = input;
   if (!Number.isSafeInteger(fromSeq) || !Number.isSafeInteger(toSeq) || fromSeq < 1 || fromSeq > toSeq) {
     throw fail('InvalidInput', `prepareMerge: seq range ${fromSeq}..${toSeq} is not valid`);
@@ -121,7 +130,7 @@ export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, prog
   const meta = await readTableMeta(deps.dataRoot, table);
   if (!meta.shards.includes(shard)) throw fail('InvalidInput', `shard ${shard} is not a shard of table ${table}`);
   if (input.key !== meta.key) throw fail('InvalidInput', `key ${input.key} is not table ${table}'s key ${meta.key}`);
-  const sealed = await readShardSealed(deps.dataRoot, table, shard);
+  const sealed = sealedThroughSeq === undefined ? await readShardSealed(deps.dataRoot, table, shard) : { sealedThroughSeq };
   if (toSeq > sealed.sealedThroughSeq) {
     throw fail('NotSealed', `table ${table} shard ${shard}: seq ${toSeq} is not sealed (sealed through ${sealed.sealedThroughSeq})`);
   }
