@@ -5,7 +5,7 @@ import { storageAt } from '../src/storage/open-storage';
 import type { PrepareMergeInput } from './contract';
 import type { ActivityDeps } from './deps';
 import { fail } from './failures';
-import { commitReservation, maxBatchBytes } from '../src/reservation-sizes';
+import { commitReservation, maxBatchBytes, SMALL_BYTES } from '../src/reservation-sizes';
 
 // How a worker's activities hold reservations of its memory budget (invariant 6, issue
 // 8), and how big a merge batch may be. The sizes are src/reservation-sizes.ts (pure,
@@ -22,20 +22,51 @@ export interface AdmissionDeps {
   fleetBudgets(): { smallest: number; largest: number };
 }
 
+/** Who holds a reservation: the current activity attempt (and which of its holds, when it has two). */
+function holder(part?: string): { id: string; what: { activity: string; unit: string } } {
+  const info = Context.current().info;
+  const wf = info.workflowExecution?.workflowId ?? '';
+  return {
+    id: `${wf}/${info.activityId}#${info.attempt}${part ? `/${part}` : ''}`,
+    what: { activity: part ? `${info.activityType} (${part})` : info.activityType, unit: `${wf.replace(/^table\//, '')}: ${info.activityId}` },
+  };
+}
+
 /**
  * Runs `fn` holding `bytes` of the worker's budget; without admission (tests) just runs
  * it. The reservation ends with the activity, whatever its outcome.
  */
 export async function withReservation<R>(deps: ActivityDeps, bytes: number, fn: () => Promise<R>): Promise<R> {
   if (!deps.admission) return fn();
-  const info = Context.current().info;
-  const wf = info.workflowExecution?.workflowId ?? '';
-  const id = `${wf}/${info.activityId}#${info.attempt}`;
-  await deps.admission.reserve(id, bytes, { activity: info.activityType, unit: `${wf.replace(/^table\//, '')}: ${info.activityId}` });
+  const { id, what } = holder();
+  await deps.admission.reserve(id, bytes, what);
   try {
     return await fn();
   } finally {
     deps.admission.release(id);
+  }
+}
+
+/**
+ * Runs `fn`, which waits for something before its real work, holding SMALL_BYTES until
+ * it calls `stopHolding` (or ends). The hold takes over the poll claim that brought the
+ * task: a claim is the size of the largest unit, so while a waiting activity kept it the
+ * worker polled for nothing else, not even the commit holding its table's turn.
+ */
+export async function holdingWhileWaiting<R>(deps: ActivityDeps, fn: (stopHolding: () => void) => Promise<R>): Promise<R> {
+  const admission = deps.admission;
+  if (!admission) return fn(() => undefined);
+  const { id, what } = holder('waiting');
+  await admission.reserve(id, SMALL_BYTES, what);
+  let held = true;
+  const stopHolding = () => {
+    if (held) admission.release(id);
+    held = false;
+  };
+  try {
+    return await fn(stopHolding);
+  } finally {
+    stopHolding();
   }
 }
 

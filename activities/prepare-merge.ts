@@ -6,7 +6,7 @@ import { readGcFloor } from '../src/storage/gc-floor';
 import { generationFile, parsePreparedName, preparedFile, tableLayout, type TableLayout } from '../src/storage/layout';
 import { storageOf } from '../src/storage/open-storage';
 import { readTableMeta } from '../src/storage/table-meta';
-import { boundMergeRange, prepareReservation, withReservation } from './admission';
+import { boundMergeRange, holdingWhileWaiting, prepareReservation, withReservation } from './admission';
 import type { PrepareMergeInput, PrepareMergeResult, PreparedMerge, PrepareTimings, Progress } from './contract';
 import type { ActivityDeps } from './deps';
 import { fail, isNotFound } from './failures';
@@ -92,7 +92,15 @@ export function makePrepareMerge(deps: ActivityDeps) {
     const ctx = Context.current();
     // Nothing is reported while waiting, so the wait stays well inside the heartbeat timeout.
     const maxWaitMs = Math.min(MAX_PREPARATION_WAIT_MS, (ctx.info.heartbeatTimeoutMs ?? MAX_PREPARATION_WAIT_MS * 4) / 4);
-    const prepared = deps.preparations ? await deps.preparations.run(input.table, { maxWaitMs, cancelled: ctx.cancelled }, run) : await run();
+    const gate = deps.preparations;
+    const prepared = gate
+      ? await holdingWhileWaiting(deps, (stopHolding) =>
+          gate.run(input.table, { maxWaitMs, cancelled: ctx.cancelled }, () => {
+            stopHolding();
+            return run();
+          }),
+        )
+      : await run();
     // A scan of every shard on the way out (a few small reads): the table counts it as a
     // snapshot, so a table that merges steadily needs no snapshot activity of its own.
     return { ...prepared, scan: await readSealed(deps.dataRoot, input.table) };

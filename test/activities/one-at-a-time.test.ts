@@ -2,6 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { OneAtATime } from '../../activities/one-at-a-time';
 import type { FreezePoint } from '../../activities/deps';
 import { makeFixture, sealMany, start, type Fixture } from './helpers';
+import { MemoryLedger } from '../../src/worker/memory-ledger';
+import { SMALL_BYTES } from '../../src/reservation-sizes';
 
 const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
 
@@ -117,5 +119,43 @@ describe('prepareMerge on one worker', () => {
     const [a, b] = await Promise.all([first.result, second.result]);
     expect([a.shard, b.shard]).toEqual(['s0', 's1']);
     expect(reached).toHaveLength(2);
+  });
+
+  it('a preparation waiting for another of its table holds a small reservation, not the poll claim that brought it', async () => {
+    // As on a worker: the poll claim is half the budget, so while one waiting activity
+    // kept it no other task was polled (the commit holding the turn waited ~265 ms in a
+    // bench run). The SDK's part is played here: claim, then mark it used as a task comes.
+    const GiB = 2 ** 30;
+    const ledger = new MemoryLedger(2 * GiB);
+    const admission = {
+      reserve: (id: string, bytes: number, what: { activity: string; unit?: string }) => ledger.reserve(id, bytes, what),
+      release: (id: string) => ledger.release(id),
+      fleetBudgets: () => ({ smallest: 2 * GiB, largest: 2 * GiB }),
+    };
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let reads = 0;
+    f = await makeFixture({ shards: 2, deps: { admission, faults: { freezeProgress: (p: FreezePoint) => (p.phase === 'read' && ++reads === 1 ? held : undefined) } } });
+    await sealMany(f, 's0', 1, 50);
+    await sealMany(f, 's1', 1, 50);
+    const poll = async () => ledger.markClaimUsed(await ledger.claim(GiB));
+    await poll();
+    const first = start(f.acts.prepareMerge, [{ table: f.table, key: 'id', shard: 's0', fromSeq: 1, toSeq: 1 }], { activityId: 'prepare-s0', activityType: 'prepareMerge' });
+    await tick(100);
+    await poll();
+    const second = start(f.acts.prepareMerge, [{ table: f.table, key: 'id', shard: 's1', fromSeq: 1, toSeq: 1 }], { activityId: 'prepare-s1', activityType: 'prepareMerge' });
+    await tick(100);
+    expect(reads).toBe(1);
+    const waiting = ledger.list().find((h) => h.unit?.endsWith('prepare-s1'));
+    expect(waiting).toMatchObject({ activity: 'prepareMerge (waiting)', bytes: SMALL_BYTES });
+    expect(ledger.list().filter((h) => h.activity === 'poll')).toHaveLength(0);
+    // The next poll gets its claim at once, though the second preparation still waits.
+    const third = await Promise.race([ledger.claim(GiB), tick(1000).then(() => 'no claim within 1 s')]);
+    expect(third).toMatch(/^claim-/);
+    ledger.release(third);
+    release();
+    await Promise.all([first.result, second.result]);
+    expect(reads).toBe(2);
+    expect(ledger.reservedBytes).toBe(0);
   });
 });
