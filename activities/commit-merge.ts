@@ -48,11 +48,16 @@ export function makeCommitMerge(deps: ActivityDeps) {
   return async function commitMerge(input: CommitMergeInput): Promise<CommitResult> {
     // Issue 8: held while it commits; a direct merge's bytes are its generation's size.
     const bytes = [input.prepared, ...(input.more ?? [])].reduce((n, p) => n + p.bytes, 0);
+    // A scan of every shard, as a preparation makes (prepare-merge.ts): a direct merge has
+    // no preparation to make it. It runs beside the commit, not after it: the table takes
+    // it as made any time after the turn's grant (src/policy/events.ts), and after the
+    // commit its file reads queued behind the worker's preparations (50-60 ms of the
+    // first commit of a bench run, on the critical path).
+    const scanning = readSealed(deps.dataRoot, input.table);
+    scanning.catch(() => undefined); // awaited below; a failure is the activity's, after the commit
     const r = await withReservation(deps, commitReservation(bytes), () => commit(deps, input, new ProgressReporter('commitMerge', deps.faults)));
-    // A scan of every shard on the way out, as a preparation makes (prepare-merge.ts):
-    // a direct merge has no preparation to make it.
     const t = performance.now();
-    const scan = await readSealed(deps.dataRoot, input.table);
+    const scan = await scanning;
     return { ...r, scan, ...(r.steps ? { steps: { ...r.steps, scanMs: Math.round(performance.now() - t) } } : {}) };
   };
 }

@@ -189,6 +189,13 @@ export function formatPhases(p: Phases): string[] {
   return lines;
 }
 
+/** What a merge activity reported of its own steps (ms), for the timeline. */
+function detail(result: unknown): string {
+  const r = (result ?? {}) as { rows?: number; timings?: Record<string, number>; lanceMs?: number; steps?: Record<string, number> };
+  const parts = Object.entries({ ...r.timings, ...(r.lanceMs !== undefined ? { lanceMs: r.lanceMs } : {}), ...r.steps }).map(([k, v]) => `${k.replace(/Ms$/, '')} ${v}`);
+  return parts.length ? `  (${r.rows ?? '?'} rows: ${parts.join(', ')})` : '';
+}
+
 /**
  * Every activity of the run on one clock (ms after `t0EpochMs`, the first seal), with
  * the writers' seal completions per shard: where the critical path waited.
@@ -196,7 +203,7 @@ export function formatPhases(p: Phases): string[] {
 export function formatTimeline(history: History, t0EpochMs: number, sealedAt: { shard: string; seq: number; atMs: number }[]): string[] {
   const rel = (x: number | null) => (x === null ? '     -' : String(Math.round(x - t0EpochMs)).padStart(6));
   const lines = activityRunsOf(history).map(
-    (r) => ({ at: r.scheduledAtMs, text: `${rel(r.decidedAtMs)} decided ${rel(r.scheduledAtMs)} scheduled ${rel(r.startedAtMs)} started ${rel(r.closedAtMs)} closed  ${r.activityId}` }),
+    (r) => ({ at: r.scheduledAtMs, text: `${rel(r.decidedAtMs)} decided ${rel(r.scheduledAtMs)} scheduled ${rel(r.startedAtMs)} started ${rel(r.closedAtMs)} closed  ${r.activityId}${detail(r.result)}` }),
   );
   for (const s of sealedAt) lines.push({ at: t0EpochMs + s.atMs, text: `${String(Math.round(s.atMs)).padStart(6)} sealed ${s.shard} seq ${s.seq}` });
   return lines.sort((a, b) => a.at - b.at).map((l) => l.text);
