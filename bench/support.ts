@@ -4,7 +4,7 @@ import path from 'node:path';
 import { PROJECT_ROOT } from '../src/paths';
 import { startDevServer, type DevServer } from '../src/server/dev-server';
 import { startOwnSeaweedfs, type Seaweed } from '../src/server/seaweedfs';
-import { withHugePageMalloc } from '../src/worker/allocator-env';
+import { withWorkerMalloc } from '../src/worker/allocator-env';
 
 // What every benchmark needs: a Temporal server (its own, or TEMPORAL_ADDRESS), worker
 // processes whose peak memory can be read, and percentiles.
@@ -49,7 +49,7 @@ export async function startWorkerProcess(address: string, taskQueue: string, roo
   const child = spawn(process.execPath, [...extra, ...entry, 'worker'], {
     cwd: PROJECT_ROOT,
     // As README "Running workers" asks of every deployment; BENCH_WORKER_PLAIN_MALLOC=1 leaves it out.
-    env: { ...(process.env.BENCH_WORKER_PLAIN_MALLOC ? process.env : withHugePageMalloc(process.env)), TEMPORAL_ADDRESS: address, TURNSTILE_TASK_QUEUE: taskQueue, TURNSTILE_DATA: root },
+    env: { ...(process.env.BENCH_WORKER_PLAIN_MALLOC ? process.env : withWorkerMalloc(process.env)), TEMPORAL_ADDRESS: address, TURNSTILE_TASK_QUEUE: taskQueue, TURNSTILE_DATA: root },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   await new Promise<void>((resolve, reject) => {

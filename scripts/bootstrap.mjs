@@ -68,9 +68,13 @@ if (mode === 'test') {
   }
   run(bin('vitest'), ['run', ...process.argv.slice(3)], env);
 } else if (mode === 'start') {
-  // Huge pages for malloc in the dev process, whose workers merge: as README "Running
-  // workers" asks of every worker (src/worker/allocator-env.ts says why).
-  const tunables = process.env.GLIBC_TUNABLES?.includes('glibc.malloc.hugetlb') ? {} : { GLIBC_TUNABLES: [process.env.GLIBC_TUNABLES, 'glibc.malloc.hugetlb=1'].filter(Boolean).join(':') };
+  // The worker malloc tunables in the dev process, whose workers merge: as README
+  // "Running workers" asks of every worker (src/worker/allocator-env.ts says why; this
+  // file runs before anything is built, so the list is repeated here).
+  const want = ['glibc.malloc.hugetlb=1', 'glibc.malloc.mmap_threshold=33554432', 'glibc.malloc.trim_threshold=536870912'];
+  const set = (process.env.GLIBC_TUNABLES ?? '').split(':').filter(Boolean);
+  const missing = want.filter((kv) => !set.some((s) => s.startsWith(`${kv.split('=')[0]}=`)));
+  const tunables = missing.length ? { GLIBC_TUNABLES: [...set, ...missing].join(':') } : {};
   run(process.execPath, [path.join(root, 'scripts', 'turnstile.mjs'), 'dev', '--demo', ...process.argv.slice(3)], { ...env, ...tunables });
 } else {
   console.error('usage: node scripts/bootstrap.mjs start|test [args]');

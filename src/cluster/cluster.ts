@@ -10,7 +10,7 @@ import { setupSchemas } from './schema';
 import { readState, writeState, type ClusterState, type ClusterTlsFiles, type ProcEntry, type Role } from './state';
 import { renderUiConfig } from './ui-config';
 import { registerNamespace, waitForFrontend } from './namespace';
-import { withHugePageMalloc } from '../worker/allocator-env';
+import { withWorkerMalloc } from '../worker/allocator-env';
 
 // `turnstile cluster up|status|down`: a Temporal cluster on this host without Docker or
 // any system service: PostgreSQL, N server nodes on it, the UI server, a balancer in
@@ -188,8 +188,8 @@ function workerSpec(state: ClusterState, i: number, tlsEnv: Record<string, strin
     cmd: process.execPath,
     args: [TURNSTILE, 'worker'],
     log: path.join(state.dir, 'logs', `worker${i}.log`),
-    // Huge-page malloc, as README "Running workers" asks (src/worker/allocator-env.ts).
-    env: { TEMPORAL_ADDRESS: state.address, TEMPORAL_NAMESPACE: state.namespace, TURNSTILE_DATA: state.dataRoot, ...tlsEnv, GLIBC_TUNABLES: withHugePageMalloc(process.env).GLIBC_TUNABLES! },
+    // The worker malloc tunables, as README "Running workers" asks (src/worker/allocator-env.ts).
+    env: { TEMPORAL_ADDRESS: state.address, TEMPORAL_NAMESPACE: state.namespace, TURNSTILE_DATA: state.dataRoot, ...tlsEnv, GLIBC_TUNABLES: withWorkerMalloc(process.env).GLIBC_TUNABLES! },
   };
 }
 

@@ -1,18 +1,27 @@
 // A worker touches hundreds of MiB of fresh memory per large merge (Arrow columns,
 // hash tables, Lance's buffers), and glibc hands most of it back to the kernel between
 // merges: on these machines a merge of 10 x 100k rows took ~50,000 minor page faults in
-// the worker, ~4 us each. With transparent huge pages for malloc (glibc >= 2.35, THP in
-// "madvise" or "always" mode) one fault maps 2 MiB instead of 4 KiB: half the faults and
-// ~10% less worker CPU (bench/README.md). glibc reads its tunables when a process
-// starts, so the setting belongs in the environment of whatever launches workers; the
-// project's own launchers (npm start, the benches) set it, and README "Running workers"
-// tells operators to. Elsewhere it is ignored.
+// the worker, ~4 us each. Three glibc malloc tunables (glibc reads them when a process
+// starts, so they belong in the environment of whatever launches workers; the project's
+// own launchers set them, README "Running workers" tells operators to; elsewhere they
+// are ignored):
+// - hugetlb=1: transparent huge pages for malloc (glibc >= 2.35, THP in "madvise" or
+//   "always" mode): one fault maps 2 MiB instead of 4 KiB. Half the faults and ~10% less
+//   worker CPU (bench/README.md, session 11).
+// - mmap_threshold=32 MiB (glibc's largest dynamic value, fixed from the start) and
+//   trim_threshold=512 MiB: buffers up to 32 MiB come from malloc's arenas and freed
+//   memory stays there for the next merge, instead of each large buffer being its own
+//   mmap whose munmap makes every thread of the process flush its TLB. Lance's threads
+//   took ~77% of the worker's page faults during a merge. Worker CPU -9%, A -6%
+//   (2 x 5 x 100k, 7 interleaved pairs; bench/README.md, session 13). The cost: up to
+//   512 MiB of freed memory kept by the process between bursts.
 
-export const HUGE_PAGE_MALLOC = 'glibc.malloc.hugetlb=1';
+export const WORKER_MALLOC_TUNABLES = ['glibc.malloc.hugetlb=1', 'glibc.malloc.mmap_threshold=33554432', 'glibc.malloc.trim_threshold=536870912'] as const;
 
-/** `env` with glibc's huge-page malloc tunable added, unless the operator already chose a value. */
-export function withHugePageMalloc(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+/** `env` with the worker's malloc tunables added; a tunable the operator already set keeps their value. */
+export function withWorkerMalloc(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const t = env.GLIBC_TUNABLES;
-  if (t?.includes('glibc.malloc.hugetlb')) return env;
-  return { ...env, GLIBC_TUNABLES: t ? `${t}:${HUGE_PAGE_MALLOC}` : HUGE_PAGE_MALLOC };
+  const missing = WORKER_MALLOC_TUNABLES.filter((kv) => !t?.split(':').some((set) => set.startsWith(`${kv.split('=')[0]}=`)));
+  if (missing.length === 0) return env;
+  return { ...env, GLIBC_TUNABLES: [t, ...missing].filter(Boolean).join(':') };
 }

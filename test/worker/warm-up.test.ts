@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { withHugePageMalloc } from '../../src/worker/allocator-env';
+import { withWorkerMalloc } from '../../src/worker/allocator-env';
 import { warmUpMergePath } from '../../src/worker/warm-up';
 
 const warmUpDirs = () => fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith('turnstile-warm-up-'));
@@ -15,9 +15,11 @@ describe('worker start', () => {
     expect(warmUpDirs().filter((n) => !before.has(n))).toEqual([]);
   });
 
-  it('adds the huge-page malloc tunable to the environment, keeping what the operator set', () => {
-    expect(withHugePageMalloc({}).GLIBC_TUNABLES).toBe('glibc.malloc.hugetlb=1');
-    expect(withHugePageMalloc({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' }).GLIBC_TUNABLES).toBe('glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1');
-    expect(withHugePageMalloc({ GLIBC_TUNABLES: 'glibc.malloc.hugetlb=0' }).GLIBC_TUNABLES).toBe('glibc.malloc.hugetlb=0');
+  it('adds the worker malloc tunables to the environment, keeping each one the operator set', () => {
+    const all = 'glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=536870912';
+    expect(withWorkerMalloc({}).GLIBC_TUNABLES).toBe(all);
+    expect(withWorkerMalloc({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' }).GLIBC_TUNABLES).toBe(`glibc.malloc.arena_max=2:${all}`);
+    expect(withWorkerMalloc({ GLIBC_TUNABLES: 'glibc.malloc.hugetlb=0' }).GLIBC_TUNABLES).toBe('glibc.malloc.hugetlb=0:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=536870912');
+    expect(withWorkerMalloc({ GLIBC_TUNABLES: 'glibc.malloc.trim_threshold=1:glibc.malloc.mmap_threshold=2:glibc.malloc.hugetlb=0' }).GLIBC_TUNABLES).toBe('glibc.malloc.trim_threshold=1:glibc.malloc.mmap_threshold=2:glibc.malloc.hugetlb=0');
   });
 });
