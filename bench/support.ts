@@ -38,6 +38,11 @@ export function peakRssBytes(pid: number): number | null {
   }
 }
 
+const workerTunables = (env: NodeJS.ProcessEnv): NodeJS.ProcessEnv => {
+  const extra = env.BENCH_WORKER_GLIBC_TUNABLES;
+  return extra ? { ...env, GLIBC_TUNABLES: [env.GLIBC_TUNABLES, extra].filter(Boolean).join(':') } : env;
+};
+
 /** A `turnstile worker` process of its own, so its peak RSS is the worker's alone. */
 export async function startWorkerProcess(address: string, taskQueue: string, root: string): Promise<ChildProcess> {
   // BENCH_WORKER_NODE_ARGS='--cpu-prof --cpu-prof-dir=DIR' profiles the worker;
@@ -48,8 +53,9 @@ export async function startWorkerProcess(address: string, taskQueue: string, roo
   const entry = process.env.BENCH_WORKER_TSX ? ['--import', 'tsx', path.join(PROJECT_ROOT, 'src', 'cli', 'main.ts')] : [path.join(PROJECT_ROOT, 'scripts', 'turnstile.mjs')];
   const child = spawn(process.execPath, [...extra, ...entry, 'worker'], {
     cwd: PROJECT_ROOT,
-    // As README "Running workers" asks of every deployment; BENCH_WORKER_PLAIN_MALLOC=1 leaves it out.
-    env: { ...(process.env.BENCH_WORKER_PLAIN_MALLOC ? process.env : withWorkerMalloc(process.env)), TEMPORAL_ADDRESS: address, TURNSTILE_TASK_QUEUE: taskQueue, TURNSTILE_DATA: root },
+    // As README "Running workers" asks of every deployment; BENCH_WORKER_PLAIN_MALLOC=1 leaves it out,
+    // BENCH_WORKER_GLIBC_TUNABLES='glibc.malloc.arena_max=2' (say) adds to it for the worker alone.
+    env: { ...(process.env.BENCH_WORKER_PLAIN_MALLOC ? process.env : withWorkerMalloc(workerTunables(process.env))), TEMPORAL_ADDRESS: address, TURNSTILE_TASK_QUEUE: taskQueue, TURNSTILE_DATA: root },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   await new Promise<void>((resolve, reject) => {
