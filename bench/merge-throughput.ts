@@ -29,7 +29,7 @@ import { conditionalUpsert, openLanceTable, openOrCreateLanceTable } from '../sr
 import { tableFromRows, withSeqColumn } from '../src/storage/records';
 import { generateRows } from '../src/writer';
 import { formatPhases, formatTimeline, phasesOf, type Phases } from './phases';
-import { benchS3, benchServer, cpuSeconds, minorFaults, peakRssBytes, startWorkerProcess, stopProcess, threadCpuSeconds } from './support';
+import { benchS3, benchServer, collectGarbage, cpuSeconds, minorFaults, peakRssBytes, startWorkerProcess, stopProcess, threadCpuSeconds } from './support';
 
 const { values: opt } = parseArgs({
   options: {
@@ -160,6 +160,7 @@ async function throughWorkflow(tmp: string, base: string, gens: Map<string, Arro
       const sealedAt: { shard: string; seq: number; atMs: number }[] = [];
       let bytesSealed = 0;
 
+      collectGarbage();
       const cpu0 = cpuMark(w.pid!, server?.pid);
       const t0 = performance.now();
       const t0Epoch = Date.now();
@@ -218,6 +219,7 @@ function dedup(tables: ArrowTable[]): ArrowTable | null {
  * Seqs are 1..G per shard, exactly what sealing into a fresh store assigns.
  */
 async function direct(root: string, method: string, gens: Map<string, ArrowTable[]>, total: number, perShard: boolean): Promise<Result> {
+  collectGarbage();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const first = withSeqColumn(gens.get(SHARDS[0]!)![0]!, 1, KEY);

@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../src/paths';
 import { startDevServer, type DevServer } from '../src/server/dev-server';
@@ -131,3 +133,14 @@ export function minorFaults(pid: number): number | null {
 }
 
 export const mib = (bytes: number | null): string => (bytes === null ? 'unknown' : `${(bytes / 2 ** 20).toFixed(1)} MiB`);
+
+/**
+ * A full garbage collection of this process, before a timed section: the bench's own
+ * garbage (the generated rows, a previous method's batches) was otherwise collected
+ * whenever V8 chose, sometimes inside a timed run (seen: the writers' process took 1.0
+ * instead of ~0.2 CPU s during one A, and A's commits slowed beside it).
+ */
+export function collectGarbage(): void {
+  v8.setFlagsFromString('--expose-gc');
+  (vm.runInNewContext('gc') as () => void)();
+}
