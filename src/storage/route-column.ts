@@ -44,7 +44,7 @@ function fastScan(data: Data, hasher: Hasher, want: number, digits: Uint16Array)
   if (arrow.DataType.isInt(t)) {
     const values = data.values as ArrayLike<number> & ArrayBufferView;
     if (t.bitWidth < 64) {
-      for (let i = 0; i < data.length; i++) if (hasher.ownerOfCodes(digits, decimalCodes(values[i]!, digits)) !== want) return i;
+      for (let i = 0; i < data.length; i++) if (hasher.ownerOfCodes(digits, decimalCodes(values[i]!, digits), digits.length) !== want) return i;
       return -1;
     }
     const halves = new Uint32Array(values.buffer, values.byteOffset, data.length * 2);
@@ -54,18 +54,25 @@ function fastScan(data: Data, hasher: Hasher, want: number, digits: Uint16Array)
       const hi = t.isSigned ? hiBits | 0 : hiBits;
       // Beyond ±2^53 a Number would round; those rows go through the generic path.
       if (hi >= 0x200000 || hi < -0x200000) return null;
-      if (hasher.ownerOfCodes(digits, decimalCodes(hi * TWO_32 + lo, digits)) !== want) return i;
+      if (hasher.ownerOfCodes(digits, decimalCodes(hi * TWO_32 + lo, digits), digits.length) !== want) return i;
     }
     return -1;
   }
   if (arrow.DataType.isUtf8(t)) {
     const offsets = data.valueOffsets as Int32Array;
     const bytes = data.values as Uint8Array;
+    // ASCII bytes are the string's UTF-16 code units: copied into `units` as they are checked.
+    let units = new Uint16Array(64);
     for (let i = 0; i < data.length; i++) {
       const start = offsets[i]!;
       const end = offsets[i + 1]!;
-      for (let b = start; b < end; b++) if (bytes[b]! >= 0x80) return null;
-      if (hasher.ownerOfCodes(bytes.subarray(start, end), end - start) !== want) return i;
+      if (end - start > units.length) units = new Uint16Array((end - start) * 2);
+      for (let b = start; b < end; b++) {
+        const c = bytes[b]!;
+        if (c >= 0x80) return null;
+        units[b - start] = c;
+      }
+      if (hasher.ownerOfCodes(units, 0, end - start) !== want) return i;
     }
     return -1;
   }
@@ -78,18 +85,23 @@ function genericScan(data: Data, ownerOf: (k: Key) => string, shard: string): nu
   return -1;
 }
 
-/** Writes the decimal text of safe integer `n` into `out` as char codes; returns its length. */
+/** Writes the decimal text of safe integer `n` at the end of `out` as char codes; returns where it starts. */
 function decimalCodes(n: number, out: Uint16Array): number {
   let v = n < 0 ? -n : n;
-  // Digits fill from the end of `out` (least significant first), then move to the front.
+  // Least significant digit first, from the end of `out` backwards.
   let at = out.length;
-  do {
+  // Above 2^31 with doubles, then (most keys) in 32-bit integers, which divide faster.
+  while (v > 0x7fffffff) {
     const q = Math.floor(v / 10);
     out[--at] = 48 + (v - q * 10);
     v = q;
-  } while (v > 0);
-  let len = 0;
-  if (n < 0) out[len++] = 45; // '-'
-  for (let i = at; i < out.length; i++) out[len++] = out[i]!;
-  return len;
+  }
+  let w = v | 0;
+  do {
+    const q = (w / 10) | 0;
+    out[--at] = 48 + (w - q * 10);
+    w = q;
+  } while (w > 0);
+  if (n < 0) out[--at] = 45; // '-'
+  return at;
 }

@@ -50,14 +50,18 @@ export function shardRouter(shards: readonly string[]): (key: Key) => string {
  * The owner (an index into `shards`) of a key's canonical text, given as a string or
  * as its UTF-16 code units (route-column.ts hashes column buffers without strings).
  */
-export function keyHasher(shards: readonly string[]): { ownerOfText(text: string): number; ownerOfCodes(codes: ArrayLike<number>, length: number): number } {
+export function keyHasher(shards: readonly string[]): { ownerOfText(text: string): number; ownerOfCodes(codes: Uint16Array, from: number, to: number): number } {
   if (shards.length === 0) throw new Error('shardOfKey: the table has no shards');
   const prefixes = shards.map((shard) => fnv(FNV_OFFSET, `${shard}\u0000`));
-  const best = (scoreOf: (prefix: number) => number): number => {
+  // Without a closure per key: this runs once per row of every multi-shard seal, over
+  // one array type only (a loop that sees several reads its elements the slow way).
+  const ownerOfCodes = (codes: Uint16Array, from: number, to: number): number => {
     let at = 0;
     let bestScore = -1;
-    for (let j = 0; j < shards.length; j++) {
-      const score = fmix32(scoreOf(prefixes[j] as number));
+    for (let j = 0; j < prefixes.length; j++) {
+      let h = prefixes[j] as number;
+      for (let i = from; i < to; i++) h = Math.imul(h ^ (codes[i] as number), FNV_PRIME);
+      const score = fmix32(h);
       // Ties (rare) go to the lexicographically smaller name so the order of `shards` never matters.
       if (score > bestScore || (score === bestScore && (shards[j] as string) < (shards[at] as string))) {
         at = j;
@@ -66,25 +70,13 @@ export function keyHasher(shards: readonly string[]): { ownerOfText(text: string
     }
     return at;
   };
-  // Without a closure per key: this runs once per row of every multi-shard seal.
-  const ownerOfCodes = (codes: ArrayLike<number>, length: number): number => {
-    let at = 0;
-    let bestScore = -1;
-    for (let j = 0; j < prefixes.length; j++) {
-      let h = prefixes[j] as number;
-      for (let i = 0; i < length; i++) {
-        h ^= codes[i] as number;
-        h = Math.imul(h, FNV_PRIME);
-      }
-      const score = fmix32(h);
-      if (score > bestScore || (score === bestScore && (shards[j] as string) < (shards[at] as string))) {
-        at = j;
-        bestScore = score;
-      }
-    }
-    return at;
+  let units = new Uint16Array(64);
+  const ownerOfText = (text: string): number => {
+    if (text.length > units.length) units = new Uint16Array(text.length * 2);
+    for (let i = 0; i < text.length; i++) units[i] = text.charCodeAt(i);
+    return ownerOfCodes(units, 0, text.length);
   };
-  return { ownerOfText: (text) => best((p) => fnv(p, text)), ownerOfCodes };
+  return { ownerOfText, ownerOfCodes };
 }
 
 export function shardOfKey(key: Key, shards: readonly string[]): string {
