@@ -1,7 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { afterAll, beforeAll, beforeEach, expect, test } from 'vitest';
 import { PROJECT_ROOT } from '../../src/paths';
 import { createTableMeta, sealGeneration } from '../../src/storage/generation-store';
 import { workflowArgsFor } from '../../src/client/table-writer';
@@ -12,6 +12,7 @@ import { maxBatchBytes } from '../../activities/admission';
 import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';
 import { expectRowsExactly } from '../support/expect-exact';
 import { newestPerKey } from '../support/lance-read';
+import { withWorkerMalloc } from '../../src/worker/allocator-env';
 
 // Issue 8, point 6: admission by reserved bytes with real processes. Two `turnstile
 // worker` processes with TURNSTILE_WORKER_MEMORY=1GiB merge 20 tables whose merge units
@@ -33,16 +34,31 @@ const workers: ChildProcess[] = [];
 beforeAll(async () => {
   h = await startHarness({ name: 'fleet', workers: 0 });
 });
+/** Kills every worker still running, and waits for each to exit. */
+async function killWorkers(): Promise<void> {
+  await Promise.all(
+    workers.filter((w) => w.exitCode === null && w.signalCode === null).map(async (w) => {
+      const exited = new Promise((r) => w.once('exit', r));
+      w.kill('SIGKILL');
+      await exited;
+    }),
+  );
+}
 afterAll(async () => {
-  for (const w of workers) if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');
+  await killWorkers();
   await h?.close();
 });
+// Each test counts on its own workers alone: one left from an earlier test polls the
+// same task queue and can take every unit (CI saw the SIGTERM test's second worker get
+// none while the first test's survivor still ran).
+beforeEach(killWorkers);
 
 const vm = (pid: number, field: 'VmRSS' | 'VmHWM'): number => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) * 1024;
 
 /** A `turnstile worker` process (the CLI, as operators run it), ready when it says so. */
 async function startWorker(extraEnv: Record<string, string> = {}): Promise<{ child: ChildProcess; out: () => string }> {
-  const env = { ...process.env, TEMPORAL_ADDRESS: h.address, TURNSTILE_DATA: h.dataRoot, TURNSTILE_TASK_QUEUE: h.taskQueue, TURNSTILE_WORKER_MEMORY: '1GiB', ...extraEnv };
+  // With the malloc tunables workers are deployed with (they keep freed memory, which counts in RSS).
+  const env = withWorkerMalloc({ ...process.env, TEMPORAL_ADDRESS: h.address, TURNSTILE_DATA: h.dataRoot, TURNSTILE_TASK_QUEUE: h.taskQueue, TURNSTILE_WORKER_MEMORY: '1GiB', ...extraEnv });
   const child = spawn(process.execPath, [path.join(PROJECT_ROOT, 'scripts', 'turnstile.mjs'), 'worker'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   workers.push(child);
   let out = '';

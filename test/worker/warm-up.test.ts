@@ -16,10 +16,10 @@ describe('worker start', () => {
   });
 
   it('adds the worker malloc tunables to the environment, keeping each one the operator set', () => {
-    const all = 'glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=536870912';
+    const all = 'glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=67108864';
     expect(withWorkerMalloc({}).GLIBC_TUNABLES).toBe(all);
     expect(withWorkerMalloc({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' }).GLIBC_TUNABLES).toBe(`glibc.malloc.arena_max=2:${all}`);
-    expect(withWorkerMalloc({ GLIBC_TUNABLES: 'glibc.malloc.hugetlb=0' }).GLIBC_TUNABLES).toBe('glibc.malloc.hugetlb=0:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=536870912');
+    expect(withWorkerMalloc({ GLIBC_TUNABLES: 'glibc.malloc.hugetlb=0' }).GLIBC_TUNABLES).toBe('glibc.malloc.hugetlb=0:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=67108864');
     expect(withWorkerMalloc({ GLIBC_TUNABLES: 'glibc.malloc.trim_threshold=1:glibc.malloc.mmap_threshold=2:glibc.malloc.hugetlb=0' }).GLIBC_TUNABLES).toBe('glibc.malloc.trim_threshold=1:glibc.malloc.mmap_threshold=2:glibc.malloc.hugetlb=0');
   });
 });
