@@ -15,8 +15,11 @@ export * from '../src/reservation-sizes';
 
 /** What a worker tells its activities about memory; absent in tests without a budget. */
 export interface AdmissionDeps {
-  /** Waits until `bytes` are reserved for this activity (see src/worker/memory-ledger.ts). */
-  reserve(id: string, bytes: number, what: { activity: string; unit?: string }): Promise<void>;
+  /**
+   * Waits until `bytes` are reserved for this activity (see src/worker/memory-ledger.ts),
+   * taking over `own`, a reservation the activity holds, when given.
+   */
+  reserve(id: string, bytes: number, what: { activity: string; unit?: string }, own?: string): Promise<void>;
   release(id: string): void;
   /** Budgets of the live workers (this one included): the fleet's smallest and largest. */
   fleetBudgets(): { smallest: number; largest: number };
@@ -34,12 +37,13 @@ function holder(part?: string): { id: string; what: { activity: string; unit: st
 
 /**
  * Runs `fn` holding `bytes` of the worker's budget; without admission (tests) just runs
- * it. The reservation ends with the activity, whatever its outcome.
+ * it. The reservation ends with the activity, whatever its outcome. `own`: a hold of
+ * this activity (holdingWhileWaiting) that becomes this reservation.
  */
-export async function withReservation<R>(deps: ActivityDeps, bytes: number, fn: () => Promise<R>): Promise<R> {
+export async function withReservation<R>(deps: ActivityDeps, bytes: number, fn: () => Promise<R>, own?: string): Promise<R> {
   if (!deps.admission) return fn();
   const { id, what } = holder();
-  await deps.admission.reserve(id, bytes, what);
+  await deps.admission.reserve(id, bytes, what, own);
   try {
     return await fn();
   } finally {
@@ -48,25 +52,23 @@ export async function withReservation<R>(deps: ActivityDeps, bytes: number, fn: 
 }
 
 /**
- * Runs `fn`, which waits for something before its real work, holding SMALL_BYTES until
- * it calls `stopHolding` (or ends). The hold takes over the poll claim that brought the
- * task: a claim is the size of the largest unit, so while a waiting activity kept it the
- * worker polled for nothing else, not even the commit holding its table's turn.
+ * Runs `fn`, which waits for something before its real work, holding SMALL_BYTES
+ * meanwhile. The hold takes over the poll claim that brought the task: a claim is the
+ * size of the largest unit, so while a waiting activity kept it the worker polled for
+ * nothing else, not even the commit holding its table's turn. `fn` gets the hold's id
+ * to hand to withReservation, whose reservation then takes the hold over (taking
+ * another claim instead would rob a poller of its bytes); the hold ends with `fn`.
  */
-export async function holdingWhileWaiting<R>(deps: ActivityDeps, fn: (stopHolding: () => void) => Promise<R>): Promise<R> {
+export async function holdingWhileWaiting<R>(deps: ActivityDeps, fn: (hold: string | undefined) => Promise<R>): Promise<R> {
   const admission = deps.admission;
-  if (!admission) return fn(() => undefined);
+  if (!admission) return fn(undefined);
   const { id, what } = holder('waiting');
   await admission.reserve(id, SMALL_BYTES, what);
-  let held = true;
-  const stopHolding = () => {
-    if (held) admission.release(id);
-    held = false;
-  };
   try {
-    return await fn(stopHolding);
+    return await fn(id);
   } finally {
-    stopHolding();
+    // Already gone when a reservation took it over.
+    admission.release(id);
   }
 }
 

@@ -80,12 +80,15 @@ export const MAX_PREPARATION_WAIT_MS = 10_000;
 
 export function makePrepareMerge(deps: ActivityDeps) {
   return async function prepareMerge(input: PrepareMergeInput): Promise<PrepareMergeResult> {
-    const run = async () => {
+    const run = async (hold?: string) => {
       const { widened, sealedThroughSeq } = await widenToSealed(deps, input);
       // Issue 8: the range is cut to what fits a batch, and its reservation is held while it runs.
       const bounded = await boundMergeRange(deps, widened);
-      const p = await withReservation(deps, prepareReservation(bounded.bytes), () =>
-        prepare(deps, { ...widened, toSeq: bounded.toSeq }, new ProgressReporter('prepareMerge', deps.faults), sealedThroughSeq),
+      const p = await withReservation(
+        deps,
+        prepareReservation(bounded.bytes),
+        () => prepare(deps, { ...widened, toSeq: bounded.toSeq }, new ProgressReporter('prepareMerge', deps.faults), sealedThroughSeq),
+        hold,
       );
       return bounded.maxBatchBytes === undefined ? p : { ...p, maxBatchBytes: bounded.maxBatchBytes };
     };
@@ -94,12 +97,7 @@ export function makePrepareMerge(deps: ActivityDeps) {
     const maxWaitMs = Math.min(MAX_PREPARATION_WAIT_MS, (ctx.info.heartbeatTimeoutMs ?? MAX_PREPARATION_WAIT_MS * 4) / 4);
     const gate = deps.preparations;
     const prepared = gate
-      ? await holdingWhileWaiting(deps, (stopHolding) =>
-          gate.run(input.table, { maxWaitMs, cancelled: ctx.cancelled }, () => {
-            stopHolding();
-            return run();
-          }),
-        )
+      ? await holdingWhileWaiting(deps, (hold) => gate.run(input.table, { maxWaitMs, cancelled: ctx.cancelled }, () => run(hold)))
       : await run();
     // A scan of every shard on the way out (a few small reads): the table counts it as a
     // snapshot, so a table that merges steadily needs no snapshot activity of its own.

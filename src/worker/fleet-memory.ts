@@ -46,7 +46,7 @@ export function fleetMemory(opts: { budgetBytes: number; dataRoot: string; maxSl
     tuner: memoryTuner(ledger, { claimBytes, maxSlots: opts.maxSlots }),
     claimBytes,
     admission: {
-      reserve: (id, bytes, what) => ledger.reserve(id, bytes, what),
+      reserve: (id, bytes, what, own) => ledger.reserve(id, bytes, what, own),
       release: (id) => ledger.release(id),
       fleetBudgets: () => fleet,
     },

@@ -69,11 +69,14 @@ export class MemoryLedger {
    * A unit's reservation. It takes over a poll claim when there is one (the claim that
    * brought it, or any: claims are interchangeable, all of the claim size), so the unit
    * does not wait behind its own claim; without one (tests, or a claim already taken) it
-   * waits like any request.
+   * waits like any request. `own`: a reservation this unit already holds (it took over
+   * the claim earlier), taken over instead: a unit that took a second claim would leave
+   * a poller polling with no bytes behind it, whose task then waits in the worker
+   * behind the claims of later polls (the fleet-memory test saw a worker stall so).
    */
-  reserve(id: string, bytes: number, what: Omit<Holding, 'id' | 'bytes' | 'sinceMs'>): Promise<void> {
-    let from: string | undefined;
-    while (this.usedClaims.length > 0 && from === undefined) {
+  reserve(id: string, bytes: number, what: Omit<Holding, 'id' | 'bytes' | 'sinceMs'>, own?: string): Promise<void> {
+    let from = own !== undefined && this.isHeld(own) ? own : undefined;
+    while (from === undefined && this.usedClaims.length > 0) {
       const c = this.usedClaims.shift()!;
       if (this.isHeld(c)) from = c;
     }

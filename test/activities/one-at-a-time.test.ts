@@ -4,6 +4,7 @@ import type { FreezePoint } from '../../activities/deps';
 import { makeFixture, sealMany, start, type Fixture } from './helpers';
 import { MemoryLedger } from '../../src/worker/memory-ledger';
 import { SMALL_BYTES } from '../../src/reservation-sizes';
+import type { AdmissionDeps } from '../../activities/admission';
 
 const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
 
@@ -87,6 +88,14 @@ describe('OneAtATime', () => {
   });
 });
 
+const GiB = 2 ** 30;
+/** A worker's admission over `ledger`, as src/worker/fleet-memory.ts wires it. */
+const admissionOf = (ledger: MemoryLedger): AdmissionDeps => ({
+  reserve: (id, bytes, what, own) => ledger.reserve(id, bytes, what, own),
+  release: (id) => ledger.release(id),
+  fleetBudgets: () => ({ smallest: ledger.budgetBytes, largest: ledger.budgetBytes }),
+});
+
 describe('prepareMerge on one worker', () => {
   let f: Fixture;
   afterEach(() => f?.cleanup());
@@ -125,13 +134,8 @@ describe('prepareMerge on one worker', () => {
     // As on a worker: the poll claim is half the budget, so while one waiting activity
     // kept it no other task was polled (the commit holding the turn waited ~265 ms in a
     // bench run). The SDK's part is played here: claim, then mark it used as a task comes.
-    const GiB = 2 ** 30;
     const ledger = new MemoryLedger(2 * GiB);
-    const admission = {
-      reserve: (id: string, bytes: number, what: { activity: string; unit?: string }) => ledger.reserve(id, bytes, what),
-      release: (id: string) => ledger.release(id),
-      fleetBudgets: () => ({ smallest: 2 * GiB, largest: 2 * GiB }),
-    };
+    const admission = admissionOf(ledger);
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
     let reads = 0;
@@ -156,6 +160,28 @@ describe('prepareMerge on one worker', () => {
     release();
     await Promise.all([first.result, second.result]);
     expect(reads).toBe(2);
+    expect(ledger.reservedBytes).toBe(0);
+  });
+
+  it('a preparation reserves by taking over its own hold, never the claim of a poll still out', async () => {
+    // Taking another poller's claim left that poller polling with no bytes behind it; the
+    // task it brought then waited in the worker behind later polls' claims, and in CI a
+    // worker of test/integration/fleet-memory.test.ts ran no unit for two minutes.
+    const ledger = new MemoryLedger(2 * GiB);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    f = await makeFixture({ shards: 1, deps: { admission: admissionOf(ledger), faults: { freezeProgress: (p: FreezePoint) => (p.phase === 'read' ? held : undefined) } } });
+    await sealMany(f, 's0', 1, 50);
+    ledger.markClaimUsed(await ledger.claim(GiB));
+    const outstanding = await ledger.claim(GiB); // the next poll, still waiting for a task
+    const prep = start(f.acts.prepareMerge, [{ table: f.table, key: 'id', shard: 's0', fromSeq: 1, toSeq: 1 }], { activityId: 'prepare-s0', activityType: 'prepareMerge' });
+    for (let i = 0; i < 250 && !ledger.list().some((h) => h.activity === 'prepareMerge'); i++) await tick(20);
+    expect(ledger.list().map((h) => h.id)).toContain(outstanding);
+    expect(ledger.list().filter((h) => h.activity !== 'poll').map((h) => h.activity)).toEqual(['prepareMerge']);
+    release();
+    await prep.result;
+    expect(ledger.list().map((h) => h.id)).toEqual([outstanding]);
+    ledger.release(outstanding);
     expect(ledger.reservedBytes).toBe(0);
   });
 });

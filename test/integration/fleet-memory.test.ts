@@ -86,6 +86,19 @@ function rowsOf(t: number, g: number): Record<string, unknown>[] {
   return Array.from({ length: ROWS }, (_, i) => ({ id: start + i, value: `${t}-${g}-${start + i}-${PAD}`, n: g * 1e6 + i }));
 }
 
+/**
+ * Waits until the worker `victim` holds a unit's reservation. If it never does, the
+ * error says what each worker held, how far the tables got and what the worker printed
+ * (in the error itself: CI shows the end of the output, where the failures are).
+ */
+async function secondWorkerRunsAUnit(victim: number, names: string[], out: () => string): Promise<void> {
+  await eventually(async () => (await liveRecords(h.dataRoot)).find((r) => r.pid === victim)?.running.some((x) => x.activity !== 'poll'), 'the second worker running a unit', 120_000, 50).catch(async (e: unknown) => {
+    const records = JSON.stringify(await liveRecords(h.dataRoot));
+    const turns = JSON.stringify(await Promise.all(names.map(async (n) => (await h.tables.status(n)).counters.turns.merge)));
+    throw new Error(`${e instanceof Error ? e.message : String(e)}; live records ${records}; merge turns per table ${turns}; its output ${out().slice(-1500)}`);
+  });
+}
+
 test('two 1 GiB workers merge 20 tables of ~400 MiB units within their budgets; a SIGKILLed one loses nothing', async () => {
   const t0 = Date.now();
   const phase = (what: string) => console.log(`fleet-memory: ${what} at +${((Date.now() - t0) / 1000).toFixed(1)} s`);
@@ -131,13 +144,7 @@ test('two 1 GiB workers merge 20 tables of ~400 MiB units within their budgets; 
   await waiter.wait(names[0]!, shard, sealed.get(names[0]!)!);
   phase('first table merged');
   const victim = b.child.pid!;
-  await eventually(async () => (await liveRecords(h.dataRoot)).find((r) => r.pid === victim)?.running.some((x) => x.activity !== 'poll'), 'the second worker running a unit', 120_000, 50).catch(async (e: unknown) => {
-    // What each worker held, and how far the tables got, when the second never showed a unit (CI saw this once).
-    console.log('fleet-memory: live records', JSON.stringify(await liveRecords(h.dataRoot)));
-    console.log('fleet-memory: turns per table', JSON.stringify(await Promise.all(names.map(async (n) => (await h.tables.status(n)).counters.turns.merge))));
-    console.log(`fleet-memory: second worker output ${b.out().slice(-2000)}`);
-    throw e;
-  });
+  await secondWorkerRunsAUnit(victim, names, b.out);
   const peakOfVictim = vm(victim, 'VmHWM');
   const survivorBefore = (await liveRecords(h.dataRoot)).find((r) => r.pid === a.child.pid)!;
   phase('second worker killed');
@@ -191,13 +198,7 @@ test('SIGTERM drains a worker within worker.shutdownGraceSecs; its units hand ov
   // SIGTERM while B runs a unit: it stops polling at once, lets the unit run for the
   // grace at most, removes its registry record and exits.
   const victim = b.child.pid!;
-  await eventually(async () => (await liveRecords(h.dataRoot)).find((r) => r.pid === victim)?.running.some((x) => x.activity !== 'poll'), 'the second worker running a unit', 120_000, 50).catch(async (e: unknown) => {
-    // What each worker held, and how far the tables got, when the second never showed a unit (CI saw this once).
-    console.log('fleet-memory: live records', JSON.stringify(await liveRecords(h.dataRoot)));
-    console.log('fleet-memory: turns per table', JSON.stringify(await Promise.all(names.map(async (n) => (await h.tables.status(n)).counters.turns.merge))));
-    console.log(`fleet-memory: second worker output ${b.out().slice(-2000)}`);
-    throw e;
-  });
+  await secondWorkerRunsAUnit(victim, names, b.out);
   const unitsAtStop = (await liveRecords(h.dataRoot)).find((r) => r.pid === victim)!.running.filter((x) => x.activity !== 'poll').map((x) => x.unit);
   const stoppedAt = Date.now();
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => b.child.once('exit', (code, signal) => r({ code, signal })));
