@@ -156,10 +156,12 @@ describe('prepareMerge on one worker', () => {
     // The next poll gets its claim at once, though the second preparation still waits.
     const third = await Promise.race([ledger.claim(GiB), tick(1000).then(() => 'no claim within 1 s')]);
     expect(third).toMatch(/^claim-/);
-    ledger.release(third);
     release();
     await Promise.all([first.result, second.result]);
     expect(reads).toBe(2);
+    // The second went on with its own hold: the claim of the poll still out is untouched.
+    expect(ledger.list().map((h) => h.id)).toEqual([third]);
+    ledger.release(third);
     expect(ledger.reservedBytes).toBe(0);
   });
 
