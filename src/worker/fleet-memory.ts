@@ -62,6 +62,7 @@ export function fleetMemory(opts: { budgetBytes: number; dataRoot: string; maxSl
         claimBytes: claimBytes(),
         running: ledger.list(),
         waiting: ledger.waitingCount,
+        unmarkedTakes: ledger.unmarkedTakes,
         startedAtMs,
         lastSeenMs: Date.now(),
       });

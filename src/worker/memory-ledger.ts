@@ -17,6 +17,11 @@ export interface Holding {
 }
 
 const CLAIM = 'claim-';
+/**
+ * Longest a unit waits for the SDK to mark the claim its task came through as used
+ * (markSlotUsed arrives on its own schedule); then it takes any held claim.
+ */
+export const MARK_WAIT_MS = 1_000;
 
 export class MemoryLedger {
   private ledger: Ledger;
@@ -24,6 +29,10 @@ export class MemoryLedger {
   private readonly holdings = new Map<string, Holding>();
   /** Poll claims whose poll brought a task, oldest first: the next unit converts one of them. */
   private readonly usedClaims: string[] = [];
+  /** Units waiting for their task's claim to be marked used, oldest first. */
+  private readonly awaitingMark: ((claim: string | undefined) => void)[] = [];
+  /** Units that took a held claim after MARK_WAIT_MS without a mark (0 while the SDK marks every claim). */
+  unmarkedTakes = 0;
   private nextClaim = 1;
   /** Called after every change of what is held or waiting (the registry record follows it). */
   onChange: () => void = () => undefined;
@@ -62,28 +71,64 @@ export class MemoryLedger {
   }
 
   markClaimUsed(id: string): void {
-    if (this.isHeld(id)) this.usedClaims.push(id);
+    if (!this.isHeld(id)) return;
+    const waiting = this.awaitingMark.shift();
+    if (waiting) waiting(id);
+    else this.usedClaims.push(id);
   }
 
   /**
-   * A unit's reservation. It takes over a poll claim when there is one (the claim that
-   * brought it, or any: claims are interchangeable, all of the claim size), so the unit
-   * does not wait behind its own claim; without one (tests, or a claim already taken) it
-   * waits like any request. `own`: a reservation this unit already holds (it took over
-   * the claim earlier), taken over instead: a unit that took a second claim would leave
-   * a poller polling with no bytes behind it, whose task then waits in the worker
-   * behind the claims of later polls (the fleet-memory test saw a worker stall so).
+   * A unit's reservation. It takes over the poll claim its task came through, so the
+   * unit does not wait behind its own claim. Claims are interchangeable (all of the claim
+   * size), so the oldest claim marked used will do. When none is marked yet but claims
+   * are held, the SDK's mark is still on its way: the unit waits for it (at most
+   * MARK_WAIT_MS) rather than take the claim of a poll still out, whose poller would then
+   * poll with no bytes behind it, and whose own slot's release would later free the claim
+   * this unit's poller still counts on. Without any claim (tests) it waits like any
+   * request. `own`: a reservation this unit already holds (it took over its claim
+   * earlier, see holdingWhileWaiting), taken over instead: taking a second claim robs a
+   * poller the same way (the fleet-memory test saw a worker stall so).
    */
-  reserve(id: string, bytes: number, what: Omit<Holding, 'id' | 'bytes' | 'sinceMs'>, own?: string): Promise<void> {
-    let from = own !== undefined && this.isHeld(own) ? own : undefined;
-    while (from === undefined && this.usedClaims.length > 0) {
-      const c = this.usedClaims.shift()!;
-      if (this.isHeld(c)) from = c;
+  async reserve(id: string, bytes: number, what: Omit<Holding, 'id' | 'bytes' | 'sinceMs'>, own?: string): Promise<void> {
+    let from = own !== undefined && this.isHeld(own) ? own : this.takeUsedClaim();
+    if (from === undefined && this.heldClaim() !== undefined) {
+      from = await this.nextMarkedClaim();
+      if (from !== undefined && !this.isHeld(from)) from = undefined;
     }
-    from ??= this.ledger.held.find((r) => r.id.startsWith(CLAIM))?.id;
+    from ??= this.heldClaim();
     if (from === undefined) return this.acquire(id, bytes, what);
     this.holdings.delete(from);
     return this.wait(id, bytes, what, { type: 'convert', from, id, bytes });
+  }
+
+  private takeUsedClaim(): string | undefined {
+    while (this.usedClaims.length > 0) {
+      const c = this.usedClaims.shift()!;
+      if (this.isHeld(c)) return c;
+    }
+    return undefined;
+  }
+
+  private heldClaim(): string | undefined {
+    return this.ledger.held.find((r) => r.id.startsWith(CLAIM))?.id;
+  }
+
+  /** The next claim marked used (handed to the oldest waiter first), or undefined after MARK_WAIT_MS. */
+  private nextMarkedClaim(): Promise<string | undefined> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        const i = this.awaitingMark.indexOf(take);
+        if (i >= 0) this.awaitingMark.splice(i, 1);
+        this.unmarkedTakes++;
+        resolve(undefined);
+      }, MARK_WAIT_MS);
+      timer.unref();
+      const take = (claim: string | undefined) => {
+        clearTimeout(timer);
+        resolve(claim !== undefined && this.isHeld(claim) ? claim : undefined);
+      };
+      this.awaitingMark.push(take);
+    });
   }
 
   release(id: string): void {

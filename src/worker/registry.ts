@@ -32,6 +32,8 @@ export interface WorkerRecord {
   claimBytes: number;
   running: Holding[];
   waiting: number;
+  /** Units that went on without their claim marked used (memory-ledger.ts); 0 is healthy. */
+  unmarkedTakes?: number;
   startedAtMs: number;
   lastSeenMs: number;
 }

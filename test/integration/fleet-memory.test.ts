@@ -172,6 +172,8 @@ test('two 1 GiB workers merge 20 tables of ~400 MiB units within their budgets; 
   expect(Math.min(...merges)).toBeGreaterThanOrEqual(2);
   // Once idle, the survivor holds no unit's reservation (poll claims only).
   await eventually(async () => (await liveRecords(h.dataRoot))[0]?.running.every((x) => x.activity === 'poll'), 'the survivor idle', 30_000);
+  // Every unit found the claim its task came through marked used by the SDK (none went on without it).
+  expect((await liveRecords(h.dataRoot))[0]?.unmarkedTakes).toBe(0);
 
   const report = [
     { worker: 'A (survived)', pid: a.child.pid!, peak: peakOfSurvivor },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MemoryLedger } from '../../src/worker/memory-ledger';
+import { MARK_WAIT_MS, MemoryLedger } from '../../src/worker/memory-ledger';
 import { memorySlotSupplier } from '../../src/worker/memory-slots';
 
 // The worker's side of admission without a server: poll claims through the slot
@@ -48,5 +48,38 @@ describe('memory ledger and slot supplier', () => {
     await big;
     expect(ledger.reservedBytes).toBe(600);
     await expect(ledger.acquire('huge', 1001, { activity: 'x' })).rejects.toThrow('huge: needs 1001 bytes, more than the whole budget of 1000');
+  });
+
+  it("a unit whose claim the SDK marks used only after it reserves takes that claim, not the claim of a poll still out", async () => {
+    // markSlotUsed reaches JavaScript on its own schedule. Taking another poll's claim
+    // meanwhile left that poller with no bytes behind it, and the late-marked claim was
+    // then freed with the first task's slot: the worker counted bytes nobody held.
+    const ledger = new MemoryLedger(1000);
+    const slots = memorySlotSupplier(ledger, { claimBytes: () => 400, maxSlots: 8 });
+    const out = await slots.reserveSlot(ctx, new AbortController().signal); // polling, no task yet
+    const came = await slots.reserveSlot(ctx, new AbortController().signal); // brought a task
+    const unit = ledger.reserve('unit1', 100, { activity: 'snapshot' });
+    expect(await settled(unit)).toBe(false); // waits for the mark
+    slots.markSlotUsed({ slotInfo: { type: 'activity', activityType: 'snapshot' }, permit: came });
+    await unit;
+    const claimOf = (p: unknown) => (p as { claim: string }).claim;
+    expect(ledger.list().map((h) => h.id).sort()).toEqual([claimOf(out), 'unit1'].sort());
+    slots.releaseSlot({ slotInfo: { type: 'activity', activityType: 'snapshot' }, permit: came });
+    ledger.release('unit1');
+    // The poll still out keeps its claim's bytes.
+    expect(ledger.list().map((h) => h.id)).toEqual([claimOf(out)]);
+    expect(ledger.reservedBytes).toBe(400);
+  });
+
+  it('without a mark within MARK_WAIT_MS a unit takes any held claim, so it never hangs', async () => {
+    const ledger = new MemoryLedger(1000);
+    const claim = await ledger.claim(400);
+    const t0 = Date.now();
+    await ledger.reserve('unit1', 100, { activity: 'snapshot' });
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(MARK_WAIT_MS - 50);
+    expect(ledger.list().map((h) => h.id)).toEqual(['unit1']);
+    expect(ledger.unmarkedTakes).toBe(1);
+    ledger.release(claim);
+    expect(ledger.reservedBytes).toBe(100);
   });
 });
