@@ -30,7 +30,7 @@ export class MemoryLedger {
   /** Poll claims whose poll brought a task, oldest first: the next unit converts one of them. */
   private readonly usedClaims: string[] = [];
   /** Units waiting for their task's claim to be marked used, oldest first. */
-  private readonly awaitingMark: ((claim: string | undefined) => void)[] = [];
+  private readonly awaitingMark: ((claim: string) => void)[] = [];
   /** Units that took a held claim after MARK_WAIT_MS without a mark (0 while the SDK marks every claim). */
   unmarkedTakes = 0;
   private nextClaim = 1;
@@ -93,6 +93,7 @@ export class MemoryLedger {
     let from = own !== undefined && this.isHeld(own) ? own : this.takeUsedClaim();
     if (from === undefined && this.heldClaim() !== undefined) {
       from = await this.nextMarkedClaim();
+      // Marked while held, but the continuation runs later.
       if (from !== undefined && !this.isHeld(from)) from = undefined;
     }
     from ??= this.heldClaim();
@@ -123,9 +124,9 @@ export class MemoryLedger {
         resolve(undefined);
       }, MARK_WAIT_MS);
       timer.unref();
-      const take = (claim: string | undefined) => {
+      const take = (claim: string) => {
         clearTimeout(timer);
-        resolve(claim !== undefined && this.isHeld(claim) ? claim : undefined);
+        resolve(claim);
       };
       this.awaitingMark.push(take);
     });
