@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import fs from 'node:fs/promises';
+import fs, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { TEMP_MARKER } from './layout';
+import type { BytesSource } from './storage';
 
 // Durable, atomic file writes. Kept apart from arrow.ts so that modules writing only
 // JSON (table.json, SEALED.json, GC.json) never load apache-arrow: the CLI's operator
@@ -97,12 +98,25 @@ export async function writeFileAtomic(file: string, bytes: Uint8Array | string, 
  * every sealed file refuses it (src/storage/ipc-checksum.ts); that seal was never
  * acknowledged. On a file system without a journal the name may not survive an OS crash.
  */
-export async function createFileExclusive(file: string, bytes: Uint8Array | string): Promise<boolean> {
+export async function createFileExclusive(file: string, bytes: BytesSource): Promise<boolean> {
   const tmp = tempPathFor(file);
-  const handle = await fs.open(tmp, 'wx');
+  // Opened while the bytes are still being produced (a seal encodes meanwhile): one
+  // file operation fewer on the seal's path. Handled at once: a failed open must not be
+  // an unhandled rejection while the bytes are awaited.
+  const opening = fs.open(tmp, 'wx');
+  opening.catch(() => undefined);
+  let data: Uint8Array | string;
+  try {
+    data = typeof bytes === 'function' ? await bytes() : bytes;
+  } catch (err) {
+    await opening.then((h) => h.close()).catch(() => undefined);
+    await fs.rm(tmp, { force: true });
+    throw err;
+  }
+  const handle = await opening;
   let linked = false;
   try {
-    await handle.writeFile(bytes);
+    await handle.writeFile(data);
     try {
       await fs.link(tmp, file);
       linked = true;
@@ -110,9 +124,31 @@ export async function createFileExclusive(file: string, bytes: Uint8Array | stri
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
     if (linked) await handle.sync();
-  } finally {
-    await handle.close();
-    await fs.rm(tmp, { force: true });
+  } catch (err) {
+    await discardTemp(handle, tmp);
+    throw err;
   }
-  return linked;
+  if (!linked) {
+    await discardTemp(handle, tmp);
+    return false;
+  }
+  // Durable now (the fsync above): closing and unlinking the temp name change nothing a
+  // reader or a crash could see, so they run after the caller goes on (two file
+  // operations fewer on a seal's path; settleFileCleanups waits for them).
+  const cleanup = discardTemp(handle, tmp).catch(() => undefined);
+  cleanups.add(cleanup);
+  void cleanup.finally(() => cleanups.delete(cleanup));
+  return true;
+}
+
+async function discardTemp(handle: FileHandle, tmp: string): Promise<void> {
+  await handle.close().catch(() => undefined);
+  await fs.rm(tmp, { force: true });
+}
+
+const cleanups = new Set<Promise<void>>();
+
+/** Waits until every temp name left by createFileExclusive so far is gone (or failed to go). */
+export async function settleFileCleanups(): Promise<void> {
+  while (cleanups.size > 0) await Promise.all([...cleanups]);
 }

@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import { createFileExclusive, readBytesIfExists, writeFileAtomic } from './atomic-file';
 import { withFileLock } from './file-lock';
 import { insideLoc } from './location';
-import { StorageEscapeError, type Entry, type Storage, type Versioned } from './storage';
+import { StorageEscapeError, type BytesSource, type Entry, type Storage, type Versioned } from './storage';
 
 // The filesystem backend: today's durable primitives (atomic-file.ts) behind the
 // Storage interface. A compare-and-swap has no single syscall, so putIfMatch holds a
@@ -39,7 +39,7 @@ export class FsStorage implements Storage {
     return st && st.isFile() ? { size: st.size, mtimeMs: st.mtimeMs } : null;
   }
 
-  async putIfAbsent(loc: string, bytes: Uint8Array | string): Promise<boolean> {
+  async putIfAbsent(loc: string, bytes: BytesSource): Promise<boolean> {
     return createFileExclusive(this.at(loc), bytes);
   }
 

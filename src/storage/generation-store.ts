@@ -163,8 +163,13 @@ export async function sealGeneration(
       const seq = (mine ?? (await readShardSealed(root, table, shard)).sealedThroughSeq) + 1;
       const file = generationFile(l, shard, seq);
       const bytes = await withScratch(async (alloc) => {
-        const encoded = await encodeIpcFile(withSeqColumn(ordered, seq, meta.key, alloc), alloc);
-        return (await store.putIfAbsent(file, encoded)) ? encoded.byteLength : null;
+        let size = 0;
+        const encode = async (): Promise<Buffer> => {
+          const encoded = await encodeIpcFile(withSeqColumn(ordered, seq, meta.key, alloc), alloc);
+          size = encoded.byteLength;
+          return encoded;
+        };
+        return (await store.putIfAbsent(file, encode)) ? size : null;
       });
       if (bytes === null) continue;
       lastSealed.set(dir, seq);

@@ -1,3 +1,4 @@
+import { settleFileCleanups } from './atomic-file';
 import { storageOf } from './open-storage';
 
 // SEALED.json is a hint (see generation-store.ts): it bounds the probe for the
@@ -69,11 +70,12 @@ export function offerSealedHint(file: string, seq: number): void {
   });
 }
 
-/** Waits until every hint offered so far was written (or failed). */
+/** Waits until every hint offered so far was written (or failed), and the seals' temp names are gone. */
 export async function settleSealedHints(): Promise<void> {
   for (;;) {
     const running = [...pending.values()].map((p) => p.running).filter((r): r is Promise<void> => r !== null);
-    if (running.length === 0) return;
+    if (running.length === 0) break;
     await Promise.all(running);
   }
+  await settleFileCleanups();
 }

@@ -11,6 +11,9 @@
 // Every location must lie under the backend's root: a name that climbs out with `..`
 // or an absolute path is refused before any I/O (StorageEscapeError).
 
+/** Bytes, or a function producing them (lets a file store open its temp file meanwhile). */
+export type BytesSource = Uint8Array | string | (() => Promise<Uint8Array | string>);
+
 export interface Versioned {
   bytes: Buffer;
   etag: string;
@@ -31,8 +34,11 @@ export interface Storage {
   read(loc: string, alloc?: (bytes: number) => Buffer): Promise<Buffer | null>;
   readVersioned(loc: string): Promise<Versioned | null>;
   stat(loc: string): Promise<{ size: number; mtimeMs: number } | null>;
-  /** Creates `loc` durably unless it exists; false (nothing written) when it does. */
-  putIfAbsent(loc: string, bytes: Uint8Array | string): Promise<boolean>;
+  /**
+   * Creates `loc` durably unless it exists; false (nothing written) when it does. The
+   * bytes may be a function producing them: fs opens its temp file meanwhile.
+   */
+  putIfAbsent(loc: string, bytes: BytesSource): Promise<boolean>;
   /** Replaces `loc` atomically; `durable: false` lets fs skip the fsyncs (hints only). */
   put(loc: string, bytes: Uint8Array | string, opts?: { durable?: boolean }): Promise<void>;
   /** Replaces `loc` only if its etag is still `etag` (null: only if absent); false otherwise. */

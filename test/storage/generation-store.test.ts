@@ -16,7 +16,7 @@ import {
 } from '../../src/storage/generation-store';
 import { generationFile, sealedFile, shardDir, tableLayout, TEMP_MARKER } from '../../src/storage/layout';
 import { raiseGcFloor } from '../../src/storage/gc-floor';
-import { createFileExclusive } from '../../src/storage/atomic-file';
+import { createFileExclusive, settleFileCleanups } from '../../src/storage/atomic-file';
 import { settleSealedHints } from '../../src/storage/sealed-hint';
 
 let root: string;
@@ -100,7 +100,44 @@ describe('generation store', () => {
     const won = await Promise.all(Array.from({ length: 12 }, (_, i) => createFileExclusive(file, `writer ${i}`)));
     expect(won.filter(Boolean)).toHaveLength(1);
     expect(fs.readFileSync(file, 'utf8')).toBe(`writer ${won.indexOf(true)}`);
+    await settleFileCleanups(); // the winner's temp name goes after it returned
     expect(fs.readdirSync(dir)).toEqual(['race.bin']);
+  });
+
+  it('bytes still being produced: the temp file opens meanwhile; a failed producer or open leaves nothing and claims nothing', async () => {
+    const dir = shardDir(tableLayout(root, 't'), 's0');
+    fs.mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, 'late.bin');
+    let tempSeenWhileProducing = false;
+    const produced = await createFileExclusive(file, async () => {
+      await new Promise((r) => setTimeout(r, 20));
+      tempSeenWhileProducing = fs.readdirSync(dir).some((n) => n.startsWith(TEMP_MARKER));
+      return Buffer.from('late bytes');
+    });
+    expect(produced).toBe(true);
+    expect(tempSeenWhileProducing).toBe(true);
+    expect(fs.readFileSync(file, 'utf8')).toBe('late bytes');
+    await settleFileCleanups();
+    expect(fs.readdirSync(dir)).toEqual(['late.bin']);
+
+    const other = path.join(dir, 'failed.bin');
+    await expect(createFileExclusive(other, () => Promise.reject(new Error('encode failed')))).rejects.toThrow('encode failed');
+    expect(fs.readdirSync(dir)).toEqual(['late.bin']);
+    // The name is still free: a later create takes it.
+    expect(await createFileExclusive(other, 'second try')).toBe(true);
+    expect(fs.readFileSync(other, 'utf8')).toBe('second try');
+
+    // The open fails (no such directory) while the bytes are produced: the error is the
+    // create's, not an unhandled rejection (vitest fails the run on one).
+    const nowhere = path.join(dir, 'missing-dir', 'x.bin');
+    await expect(
+      createFileExclusive(nowhere, async () => {
+        await new Promise((r) => setTimeout(r, 20));
+        return 'x';
+      }),
+    ).rejects.toMatchObject({ code: 'ENOENT' });
+    await settleFileCleanups();
+    expect(fs.readdirSync(dir).sort()).toEqual(['failed.bin', 'late.bin']);
   });
 
   it('a crash before the rename is invisible: the next seal takes the same seq', async () => {
