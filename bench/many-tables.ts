@@ -21,6 +21,7 @@ import { createTableMeta } from '../src/storage/generation-store';
 import { generateRows } from '../src/writer';
 import { activityRunsOf } from '../test/support/history';
 import { stat, workflowTaskLatencies } from './phases';
+import { liveRecords } from '../src/worker/registry';
 import { benchServer, cpuSeconds, mib, minorFaults, peakRssBytes, startWorkerProcess, stopProcess } from './support';
 
 const E = temporal.api.enums.v1.EventType;
@@ -204,6 +205,11 @@ async function main(): Promise<void> {
       const faults = d(cpu0.faults[i] ?? null, cpu1.faults[i] ?? null);
       console.log(`worker ${i + 1}: CPU ${c === null ? 'unknown' : `${c.toFixed(1)} s (${((100 * c) / runSecs).toFixed(0)}% of one core)`}, peak RSS ${mib(peakRssBytes(w.pid!))}, page faults ${faults ?? 'unknown'}`);
     });
+    // Admission as each worker last recorded it: a unit that took a claim without the
+    // SDK's mark waited MARK_WAIT_MS first (memory-ledger.ts), so it must stay 0.
+    for (const r of await liveRecords(root)) {
+      console.log(`worker ${r.pid}: unmarked claim takes ${r.unmarkedTakes ?? 0}, reserved ${mib(r.reservedBytes)} of ${mib(r.budgetBytes)}, claim ${mib(r.claimBytes)}, waiting ${r.waiting}`);
+    }
     // Falling behind is a result (reported above), not a failure; errors are.
     process.exitCode = failures.length === 0 ? 0 : 1;
   } finally {

@@ -20,8 +20,30 @@ export const MAINTENANCE_BYTES = 128 * MiB;
 export const prepareReservation = (generationBytes: number): number => PREPARE_BASE_BYTES + PREPARE_FACTOR * generationBytes;
 export const commitReservation = (preparedBytes: number): number => COMMIT_BASE_BYTES + COMMIT_FACTOR * preparedBytes;
 
-/** The largest reservation a unit may have: half the smallest budget, so every worker runs two units at once. */
-export const maxUnitBytes = (smallestBudget: number): number => Math.floor(smallestBudget / 2);
+/**
+ * Bytes of a worker's budget held for its prepared-batch cache (activities/prepared-cache.ts):
+ * an eighth, at most 256 MiB. Units share the rest.
+ */
+export const preparedCacheBytes = (budget: number): number => Math.min(256 * MiB, Math.floor(budget / 8));
+
+/** Poll claims a worker with a large budget can hold at once (the default activity slot count). */
+export const CLAIMS_PER_WORKER = 8;
+/** The largest unit is not cut below this to make room for more claims: batches stay large. */
+export const MIN_CLAIMED_UNIT_BYTES = 1024 * MiB;
+
+/**
+ * The largest reservation a unit may have. Every poll holds a claim of this size
+ * (src/worker/memory-slots.ts), so it also sets how many polls a worker has out at once,
+ * and with them how many tasks a second it can take: one poll at a time made 1,000
+ * tables fall hopelessly behind (bench/README.md, session 15). So: what units share of
+ * the smallest budget (the budget less its prepared cache) split into CLAIMS_PER_WORKER
+ * claims, but not below MIN_CLAIMED_UNIT_BYTES (batches stay large), and never more than
+ * half, so that every worker holds at least two claims and runs two such units at once.
+ */
+export function maxUnitBytes(smallestBudget: number): number {
+  const share = smallestBudget - preparedCacheBytes(smallestBudget);
+  return Math.floor(Math.min(share / 2, Math.max(share / CLAIMS_PER_WORKER, MIN_CLAIMED_UNIT_BYTES)));
+}
 
 /** Generation bytes one merge batch may hold: its commit (the larger of its two steps) then fits maxUnitBytes. */
 export const maxBatchBytes = (smallestBudget: number): number =>

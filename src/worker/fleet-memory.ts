@@ -1,6 +1,7 @@
 import os from 'node:os';
 import type { WorkerTuner } from '@temporalio/worker';
 import { maxUnitBytes, type AdmissionDeps } from '../../activities/admission';
+import { preparedCacheBytes } from '../reservation-sizes';
 import { MemoryLedger } from './memory-ledger';
 import { memoryTuner } from './memory-slots';
 import { liveRecords, RECORD_EVERY_MS, removeRecord, writeRecord, type WorkerRecord } from './registry';
@@ -10,7 +11,6 @@ import { liveRecords, RECORD_EVERY_MS, removeRecord, writeRecord, type WorkerRec
 // record in the fleet registry (which also tells it the fleet's smallest budget, from
 // which batch and claim sizes follow).
 
-const PREPARED_CACHE_MAX = 256 * 2 ** 20;
 const CHANGE_WRITE_MS = 100;
 
 export interface FleetMemory {
@@ -30,7 +30,7 @@ export const defaultIdentity = (): string => `${process.pid}@${os.hostname()}`;
 
 export function fleetMemory(opts: { budgetBytes: number; dataRoot: string; maxSlots: number }): FleetMemory {
   const budgetBytes = opts.budgetBytes;
-  const cacheBytes = Math.min(PREPARED_CACHE_MAX, Math.floor(budgetBytes / 8));
+  const cacheBytes = preparedCacheBytes(budgetBytes);
   const ledger = new MemoryLedger(budgetBytes - cacheBytes);
   let fleet = { smallest: budgetBytes, largest: budgetBytes };
   const claimBytes = () => maxUnitBytes(fleet.smallest);

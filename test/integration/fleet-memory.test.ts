@@ -20,7 +20,7 @@ import { withWorkerMalloc } from '../../src/worker/allocator-env';
 // worker's peak RSS (VmHWM, which the kernel tracks itself) must stay within its budget
 // plus its idle baseline; one worker is SIGKILLed mid-run and the survivor finishes;
 // every table ends exact, and its backlog was merged in more than one batch (3
-// generations of ~17 MiB do not fit one batch of maxBatchBytes ~44.8 MiB).
+// generations of ~17 MiB do not fit one batch of maxBatchBytes ~38.4 MiB).
 
 const BUDGET = 2 ** 30;
 const TABLES = 20;

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { MARK_WAIT_MS, MemoryLedger } from '../../src/worker/memory-ledger';
 import { memorySlotSupplier } from '../../src/worker/memory-slots';
+import { fleetMemory } from '../../src/worker/fleet-memory';
+import { CLAIMS_PER_WORKER, maxUnitBytes, MIN_CLAIMED_UNIT_BYTES, preparedCacheBytes } from '../../src/reservation-sizes';
+import fc from 'fast-check';
 
 // The worker's side of admission without a server: poll claims through the slot
 // supplier, a unit taking over the claim its task came through, releases, aborts.
@@ -14,6 +17,28 @@ const settled = async (p: Promise<unknown>): Promise<boolean> => {
 const ctx = { slotType: 'activity' as const, taskQueue: 'q', workerIdentity: 'w', workerBuildId: '', isSticky: false };
 
 describe('memory ledger and slot supplier', () => {
+  it('a worker of any budget holds two poll claims at once beside its prepared cache', async () => {
+    // One poll at a time per worker made 1,000 tables fall behind (bench/README.md,
+    // session 15): the claim was half the budget, but units share the budget less the cache.
+    // Two claims always fit; a large budget holds one per activity slot, each of a unit of at least 1 GiB.
+    fc.assert(
+      fc.property(fc.integer({ min: 64 * 2 ** 20, max: 2 ** 40 }), (budget) => {
+        const share = budget - preparedCacheBytes(budget);
+        const claims = Math.floor(share / maxUnitBytes(budget));
+        expect(claims).toBeGreaterThanOrEqual(2);
+        expect(claims).toBeGreaterThanOrEqual(Math.min(CLAIMS_PER_WORKER, Math.floor(share / MIN_CLAIMED_UNIT_BYTES)));
+        expect(maxUnitBytes(budget)).toBeGreaterThanOrEqual(Math.min(MIN_CLAIMED_UNIT_BYTES, Math.floor(share / 2)));
+      }),
+    );
+    // 1 GiB: two claims of 448 MiB; 12 GiB: eight of ~1.47 GiB (one per slot).
+    for (const [budgetBytes, polls] of [[2 ** 30, 2], [12 * 2 ** 30, 8]] as const) {
+      const memory = fleetMemory({ budgetBytes, dataRoot: '/nonexistent', maxSlots: 9 });
+      const slots = (memory.tuner as { activityTaskSlotSupplier: ReturnType<typeof memorySlotSupplier> }).activityTaskSlotSupplier;
+      for (let i = 0; i < polls; i++) expect(await settled(slots.reserveSlot(ctx, new AbortController().signal))).toBe(true);
+      expect(await settled(slots.reserveSlot(ctx, new AbortController().signal))).toBe(false);
+    }
+  });
+
   it('polls only with a claim; a unit converts it, so the next poll may claim again', async () => {
     const ledger = new MemoryLedger(1000);
     const slots = memorySlotSupplier(ledger, { claimBytes: () => 400, maxSlots: 8 });
