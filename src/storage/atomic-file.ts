@@ -109,8 +109,8 @@ export async function createFileExclusive(file: string, bytes: BytesSource): Pro
   try {
     data = typeof bytes === 'function' ? await bytes() : bytes;
   } catch (err) {
-    await opening.then((h) => h.close()).catch(() => undefined);
-    await fs.rm(tmp, { force: true });
+    // An open that failed left no temp file behind.
+    await opening.then((h) => discardTemp(h, tmp), () => undefined);
     throw err;
   }
   const handle = await opening;
