@@ -87,9 +87,13 @@ async function main(): Promise<void> {
     for (const name of names) writers.push(await TableWriter.open(tables, root, name));
     console.log(`started ${TABLES} table workflows in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 
+    const bench0 = process.cpuUsage();
     const cpu0 = { server: server ? cpuSeconds(server.pid) : null, workers: workers.map((w) => cpuSeconds(w.pid!)), faults: workers.map((w) => minorFaults(w.pid!)) };
     const waiter = new MergeWaiter(client);
     const latencies: number[] = [];
+    /** Seal -> merged by the minute of the run the seal began in: the start's burst apart from the steady state. */
+    const byMinute: number[][] = [];
+    const startEpoch = Date.now();
     const failures: string[] = [];
     /** Per table: seq -> when its seal began (epoch ms), for the history-based latency. */
     const sealStarts = names.map(() => new Map<number, number>());
@@ -145,6 +149,7 @@ async function main(): Promise<void> {
       }
     }
     const runSecs = (performance.now() - startAt) / 1000;
+    const benchCpu = process.cpuUsage(bench0);
     const cpu1 = { server: server ? cpuSeconds(server.pid) : null, workers: workers.map((w) => cpuSeconds(w.pid!)), faults: workers.map((w) => minorFaults(w.pid!)) };
 
     // Workflow task timeouts/failures and history sizes, from every table's history.
@@ -166,7 +171,10 @@ async function main(): Promise<void> {
               .map((r) => ({ toSeq: Number(/ \d+-(\d+)$/.exec(r.activityId)?.[1] ?? 0), atMs: r.closedAtMs! }));
             for (const [seq, at] of sealStarts[i + k]!) {
               const c = commits.find((x) => x.toSeq >= seq);
-              if (c) latencies.push(c.atMs - at);
+              if (c) {
+                latencies.push(c.atMs - at);
+                (byMinute[Math.floor((at - startEpoch) / 60_000)] ??= []).push(c.atMs - at);
+              }
               else unmerged++;
             }
           }
@@ -191,6 +199,7 @@ async function main(): Promise<void> {
     const offered = Math.round((TABLES * MINUTES * 60_000) / INTERVAL_MS);
     console.log(`offered ${offered} seals, sealed ${sealed}, merged${WAIT_MERGED ? ' and answered' : ''} ${latencies.length}, not merged within ${GRACE_MS / 1000} s after the end ${unmerged}, failures ${failures.length}${failures.length ? ` (first: ${failures[0]})` : ''}`);
     console.log(`seal -> merged (ms): p50 ${l.p50.toFixed(0)}  p99 ${l.p99.toFixed(0)}  max ${Math.max(0, ...latencies).toFixed(0)}`);
+    if (byMinute.length > 1) console.log(`  by minute of the seal (p50/p99 s): ${byMinute.map((v, m) => `${m + 1}: ${(stat(v).p50 / 1000).toFixed(1)}/${(stat(v).p99 / 1000).toFixed(1)}`).join('  ')}`);
     const wftTimeouts = Object.values(timeouts).reduce((a, b) => a + b, 0);
     console.log(`workflow task timeouts ${wftTimeouts}${wftTimeouts ? ` (${Object.entries(timeouts).map(([t, n]) => `${t} ${n}`).join(', ')})` : ''}, workflow task failures ${wftFailures}`);
     const line = (name: string, v: number[]) => `  ${name.padEnd(28)} n ${String(v.length).padStart(6)}  p50 ${stat(v).p50.toFixed(0).padStart(6)}  p99 ${stat(v).p99.toFixed(0).padStart(6)} ms`;
@@ -200,6 +209,8 @@ async function main(): Promise<void> {
     const d = (a: number | null, b: number | null) => (a === null || b === null ? null : b - a);
     const serverCpu = d(cpu0.server, cpu1.server);
     console.log(`server: CPU ${serverCpu === null ? 'unknown (external server)' : `${serverCpu.toFixed(1)} s (${((100 * serverCpu) / runSecs).toFixed(0)}% of one core, ${((1000 * serverCpu) / Math.max(1, sealed)).toFixed(0)} ms per seal)`}, peak RSS ${server ? mib(peakRssBytes(server.pid)) : 'unknown'}`);
+    const bc = (benchCpu.user + benchCpu.system) / 1e6;
+    console.log(`bench (writers and their Temporal client): CPU ${bc.toFixed(1)} s (${((100 * bc) / runSecs).toFixed(0)}% of one core, ${((1000 * bc) / Math.max(1, sealed)).toFixed(0)} ms per seal)`);
     workers.forEach((w, i) => {
       const c = d(cpu0.workers[i] ?? null, cpu1.workers[i] ?? null);
       const faults = d(cpu0.faults[i] ?? null, cpu1.faults[i] ?? null);
@@ -208,7 +219,7 @@ async function main(): Promise<void> {
     // Admission as each worker last recorded it: a unit that took a claim without the
     // SDK's mark waited MARK_WAIT_MS first (memory-ledger.ts), so it must stay 0.
     for (const r of await liveRecords(root)) {
-      console.log(`worker ${r.pid}: unmarked claim takes ${r.unmarkedTakes ?? 0}, reserved ${mib(r.reservedBytes)} of ${mib(r.budgetBytes)}, claim ${mib(r.claimBytes)}, waiting ${r.waiting}`);
+      console.log(`worker ${r.pid}: unmarked claim takes ${r.unmarkedTakes ?? 0}, mark waits ${r.markWaits?.count ?? 0} (mean ${((r.markWaits?.totalMs ?? 0) / Math.max(1, r.markWaits?.count ?? 0)).toFixed(1)} ms, max ${(r.markWaits?.maxMs ?? 0).toFixed(0)} ms), reserved ${mib(r.reservedBytes)} of ${mib(r.budgetBytes)}, claim ${mib(r.claimBytes)}, waiting ${r.waiting}`);
     }
     // Falling behind is a result (reported above), not a failure; errors are.
     process.exitCode = failures.length === 0 ? 0 : 1;

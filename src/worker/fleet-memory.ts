@@ -63,6 +63,7 @@ export function fleetMemory(opts: { budgetBytes: number; dataRoot: string; maxSl
         running: ledger.list(),
         waiting: ledger.waitingCount,
         unmarkedTakes: ledger.unmarkedTakes,
+        markWaits: { ...ledger.markWaits },
         startedAtMs,
         lastSeenMs: Date.now(),
       });

@@ -33,6 +33,8 @@ export class MemoryLedger {
   private readonly awaitingMark: ((claim: string) => void)[] = [];
   /** Units that took a held claim after MARK_WAIT_MS without a mark (0 while the SDK marks every claim). */
   unmarkedTakes = 0;
+  /** Units that waited for their claim's mark, and how long in all (ms): what admission adds to a unit's run. */
+  readonly markWaits = { count: 0, totalMs: 0, maxMs: 0 };
   private nextClaim = 1;
   /** Called after every change of what is held or waiting (the registry record follows it). */
   onChange: () => void = () => undefined;
@@ -92,7 +94,12 @@ export class MemoryLedger {
   async reserve(id: string, bytes: number, what: Omit<Holding, 'id' | 'bytes' | 'sinceMs'>, own?: string): Promise<void> {
     let from = own !== undefined && this.isHeld(own) ? own : this.takeUsedClaim();
     if (from === undefined && this.heldClaim() !== undefined) {
+      const t0 = performance.now();
       from = await this.nextMarkedClaim();
+      const ms = performance.now() - t0;
+      this.markWaits.count++;
+      this.markWaits.totalMs += ms;
+      this.markWaits.maxMs = Math.max(this.markWaits.maxMs, ms);
       // Marked while held, but the continuation runs later.
       if (from !== undefined && !this.isHeld(from)) from = undefined;
     }

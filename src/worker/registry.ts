@@ -34,6 +34,8 @@ export interface WorkerRecord {
   waiting: number;
   /** Units that went on without their claim marked used (memory-ledger.ts); 0 is healthy. */
   unmarkedTakes?: number;
+  /** Units that waited for their claim's mark: how many, total and longest wait (ms). */
+  markWaits?: { count: number; totalMs: number; maxMs: number };
   startedAtMs: number;
   lastSeenMs: number;
 }

@@ -89,6 +89,9 @@ describe('memory ledger and slot supplier', () => {
     await unit;
     const claimOf = (p: unknown) => (p as { claim: string }).claim;
     expect(ledger.list().map((h) => h.id).sort()).toEqual([claimOf(out), 'unit1'].sort());
+    // The wait is counted (turnstile workers and the many-tables bench report it).
+    expect(ledger.markWaits.count).toBe(1);
+    expect(ledger.unmarkedTakes).toBe(0);
     slots.releaseSlot({ slotInfo: { type: 'activity', activityType: 'snapshot' }, permit: came });
     ledger.release('unit1');
     // The poll still out keeps its claim's bytes.
@@ -104,6 +107,8 @@ describe('memory ledger and slot supplier', () => {
     expect(Date.now() - t0).toBeGreaterThanOrEqual(MARK_WAIT_MS - 50);
     expect(ledger.list().map((h) => h.id)).toEqual(['unit1']);
     expect(ledger.unmarkedTakes).toBe(1);
+    expect(ledger.markWaits.count).toBe(1);
+    expect(ledger.markWaits.maxMs).toBeGreaterThanOrEqual(MARK_WAIT_MS - 50);
     ledger.release(claim);
     expect(ledger.reservedBytes).toBe(100);
   });
