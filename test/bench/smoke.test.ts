@@ -42,6 +42,9 @@ test('many-tables: every seal is merged and answered, no workflow task timeouts'
   expect(out).toMatch(/not merged within 60 s after the end 0, failures 0/);
   expect(out).toMatch(/workflow task timeouts 0, workflow task failures 0/);
   expect(out).toMatch(/^worker 1: CPU [\d.]+ s/m);
+  expect(out).toMatch(/^bench \(writers and their Temporal client\): CPU [\d.]+ s/m);
+  expect(out).toMatch(/the write call alone \(seal and pressure\), by minute \(p50\/p99 s\): 1: [\d.]+\/[\d.]+/);
+  expect(out).toMatch(/mark waits \d+ \(mean [\d.]+ ms, max \d+ ms\)/);
 });
 
 test('wait-merged-fanout: every waiting process answers with the version of the commit', async () => {
