@@ -26,8 +26,10 @@ export const commitReservation = (preparedBytes: number): number => COMMIT_BASE_
  */
 export const preparedCacheBytes = (budget: number): number => Math.min(256 * MiB, Math.floor(budget / 8));
 
-/** Poll claims a worker with a large budget can hold at once (the default activity slot count). */
-export const CLAIMS_PER_WORKER = 8;
+/** worker.maxConcurrentActivities unless configured (config-schema.ts, create-worker.ts). */
+export const DEFAULT_ACTIVITY_SLOTS = 8;
+/** Poll claims a worker with a large budget can hold at once: one per default activity slot. */
+export const CLAIMS_PER_WORKER = DEFAULT_ACTIVITY_SLOTS;
 /** The largest unit is not cut below this to make room for more claims: batches stay large. */
 export const MIN_CLAIMED_UNIT_BYTES = 1024 * MiB;
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { policySchema } from './policy-schema';
+import { DEFAULT_ACTIVITY_SLOTS } from '../reservation-sizes';
 import { formatZodError } from '../zod-format';
 import { BYTE_SIZE_FORM, parseByteSize } from './bytes';
 import type { Policy } from '../policy/types';
@@ -20,7 +21,7 @@ export const configSchema = z
     dataRoot: z.string().min(1).default('.turnstile/data'),
     worker: z
       .object({
-        maxConcurrentActivities: z.number().int().min(1, { message: 'must be an integer in [1, 256]' }).max(256, { message: 'must be an integer in [1, 256]' }).default(8),
+        maxConcurrentActivities: z.number().int().min(1, { message: 'must be an integer in [1, 256]' }).max(256, { message: 'must be an integer in [1, 256]' }).default(DEFAULT_ACTIVITY_SLOTS),
         shutdownGraceSecs: z.number().int().min(0, { message: 'must be an integer in [0, 600]' }).max(600, { message: 'must be an integer in [0, 600]' }).default(30),
         prepareCheckpointSecs: z.number().min(0, { message: 'must be a number in [0, 3600]' }).max(3600, { message: 'must be a number in [0, 3600]' }).default(10),
         // Port 0 picks a free port (printed at start), so several workers on one host never collide.

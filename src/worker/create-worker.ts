@@ -5,6 +5,7 @@ import { installQuietRuntime } from './runtime';
 import { defaultIdentity, fleetMemory, type FleetMemory } from './fleet-memory';
 import { connectionSecurity } from '../client/connection-security';
 import { warmUpMergePath } from './warm-up';
+import { DEFAULT_ACTIVITY_SLOTS } from '../reservation-sizes';
 
 // A Turnstile worker: stateless and identical to every other; run as many as needed on
 // the same task queue. The worker owns its connections; activities get theirs from deps.
@@ -52,7 +53,7 @@ export async function createWorker(opts: WorkerOptions): Promise<CreatedWorker> 
     (err: unknown) => console.warn(`worker warm-up skipped: ${err instanceof Error ? err.message : String(err)}`),
   );
   const identity = opts.identity ?? defaultIdentity();
-  const slots = opts.maxConcurrentActivities ?? 8;
+  const slots = opts.maxConcurrentActivities ?? DEFAULT_ACTIVITY_SLOTS;
   const memory = opts.memoryBudgetBytes === undefined ? undefined : fleetMemory({ budgetBytes: opts.memoryBudgetBytes, dataRoot: opts.deps.dataRoot, maxSlots: slots });
   const deps = memory ? { ...opts.deps, admission: memory.admission, preparedCacheBytes: memory.cacheBytes } : opts.deps;
   // TLS / mTLS and the API key from the environment, as every Turnstile process.
