@@ -162,6 +162,7 @@ async function main(): Promise<void> {
     const wftRun: number[] = [];
     const timeouts: Record<string, number> = {};
     const activityQueue: number[] = [];
+    const queueByType = new Map<string, number[]>();
     const activityRun = new Map<string, number[]>();
     for (let i = 0; i < names.length; i += 50) {
       await Promise.all(
@@ -190,6 +191,7 @@ async function main(): Promise<void> {
           for (const r of activityRunsOf(h)) {
             if (r.startedAtMs === null) continue;
             activityQueue.push(r.startedAtMs - r.scheduledAtMs);
+            queueByType.set(r.type, [...(queueByType.get(r.type) ?? []), r.startedAtMs - r.scheduledAtMs]);
             if (r.closedAtMs !== null) activityRun.set(r.type, [...(activityRun.get(r.type) ?? []), r.closedAtMs - r.startedAtMs]);
           }
           wftFailures += ev.filter((e) => e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_FAILED).length;
@@ -214,7 +216,7 @@ async function main(): Promise<void> {
     const wftTimeouts = Object.values(timeouts).reduce((a, b) => a + b, 0);
     console.log(`workflow task timeouts ${wftTimeouts}${wftTimeouts ? ` (${Object.entries(timeouts).map(([t, n]) => `${t} ${n}`).join(', ')})` : ''}, workflow task failures ${wftFailures}`);
     const line = (name: string, v: number[]) => `  ${name.padEnd(28)} n ${String(v.length).padStart(6)}  p50 ${stat(v).p50.toFixed(0).padStart(6)}  p99 ${stat(v).p99.toFixed(0).padStart(6)} ms`;
-    console.log(['where the time went (from the histories):', line('workflow task queue', wftQueue), line('workflow task run', wftRun), line('activity queue', activityQueue), ...[...activityRun].map(([t, v]) => line(`activity ${t}`, v))].join('\n'));
+    console.log(['where the time went (from the histories):', line('workflow task queue', wftQueue), line('workflow task run', wftRun), line('activity queue', activityQueue), ...[...queueByType].map(([t, v]) => line(`  queue of ${t}`, v)), ...[...activityRun].map(([t, v]) => line(`activity ${t}`, v))].join('\n'));
     console.log(`per seal: ${(ev.sum / Math.max(1, sealed)).toFixed(1)} history events, ${(wftRun.length / Math.max(1, sealed)).toFixed(2)} workflow tasks, ${(activityQueue.length / Math.max(1, sealed)).toFixed(2)} activities`);
     console.log(`history events per table: p50 ${ev.p50}  max ${Math.max(0, ...events)}  (${perHour(ev.p50).toFixed(0)} per table per hour at p50)`);
     const d = (a: number | null, b: number | null) => (a === null || b === null ? null : b - a);
@@ -230,7 +232,7 @@ async function main(): Promise<void> {
     // Admission as each worker last recorded it: a unit that took a claim without the
     // SDK's mark waited MARK_WAIT_MS first (memory-ledger.ts), so it must stay 0.
     for (const r of await liveRecords(root)) {
-      console.log(`worker ${r.pid}: unmarked claim takes ${r.unmarkedTakes ?? 0}, mark waits ${r.markWaits?.count ?? 0} (mean ${((r.markWaits?.totalMs ?? 0) / Math.max(1, r.markWaits?.count ?? 0)).toFixed(1)} ms, max ${(r.markWaits?.maxMs ?? 0).toFixed(0)} ms), reserved ${mib(r.reservedBytes)} of ${mib(r.budgetBytes)}, claim ${mib(r.claimBytes)}, waiting ${r.waiting}`);
+      console.log(`worker ${r.pid}: unmarked claim takes ${r.unmarkedTakes ?? 0}, mark waits ${r.markWaits?.count ?? 0} (mean ${((r.markWaits?.totalMs ?? 0) / Math.max(1, r.markWaits?.count ?? 0)).toFixed(1)} ms, max ${(r.markWaits?.maxMs ?? 0).toFixed(0)} ms), eager activity tasks asked/granted/used ${r.eager?.asked ?? 0}/${r.eager?.granted ?? 0}/${r.eager?.used ?? 0}, reserved ${mib(r.reservedBytes)} of ${mib(r.budgetBytes)}, claim ${mib(r.claimBytes)}, waiting ${r.waiting}`);
     }
     // Falling behind is a result (reported above), not a failure; errors are.
     process.exitCode = failures.length === 0 ? 0 : 1;

@@ -18,6 +18,10 @@ export interface WorkerRow {
   running: { unit: string; activity: string; reservedBytes: number; sinceSecs: number }[];
   /** Poll claims held: headroom kept for what a poll may bring. */
   pollClaims: number;
+  /** Units that went on without their claim marked used (src/worker/memory-ledger.ts); 0 is healthy. */
+  unmarkedTakes: number;
+  /** Eager activity tasks the SDK asked a slot for, got one (slot and claim free at once), and ran. */
+  eager: { asked: number; granted: number; used: number };
   lastSeenSecs: number;
 }
 
@@ -35,6 +39,8 @@ export function workerRows(records: WorkerRecord[], nowMs: number): WorkerRow[] 
       headroomBytes: r.budgetBytes - reserved,
       running: units.map((h) => ({ unit: h.unit ?? h.id, activity: h.activity, reservedBytes: h.bytes, sinceSecs: Math.max(0, nowMs - h.sinceMs) / 1000 })),
       pollClaims: r.running.length - units.length,
+      unmarkedTakes: r.unmarkedTakes ?? 0,
+      eager: r.eager ?? { asked: 0, granted: 0, used: 0 },
       lastSeenSecs: Math.max(0, nowMs - r.lastSeenMs) / 1000,
     };
   });

@@ -14,7 +14,8 @@ import { SEARCH_ATTRIBUTE_FLAGS } from '../../workflows/search-attributes';
  * Server settings Turnstile relies on (set them on a cluster too, see README):
  * eager activity execution hands an activity scheduled by a workflow task straight
  * back to the worker that completed the task (skipping a matching round trip on each
- * preparation and commit, so a turn changes hands sooner); and a table workflow may have
+ * preparation and commit, so a turn changes hands sooner; a worker with a memory budget
+ * takes one only into a free slot, src/worker/memory-slots.ts); and a table workflow may have
  * 100 updates in flight instead of 10, so waiting writers (one awaitMerged per process
  * and shard, each answered within 20 s) and buggy clients leave slots for operators'
  * `policy --set` (issue 11). Last, `temporal server start-dev` turns on

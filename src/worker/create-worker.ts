@@ -66,6 +66,10 @@ export async function createWorker(opts: WorkerOptions): Promise<CreatedWorker> 
     activities: createActivities(deps),
     interceptors: { activity: activityInterceptors },
     // The tuner replaces the slot count (the SDK takes one or the other).
+    // The SDK's 10 activity pollers each hold a slot (and a claim), so with 8 slots none
+    // is left for eager tasks. Polling with half the slots to make room was measured
+    // (bench/README.md, session 16): a third of the activities came eagerly, but the
+    // fewer polls left 1,000 tables' start-up snapshots a minute in the queue. Kept.
     ...(memory ? { tuner: memory.tuner } : { maxConcurrentActivityTaskExecutions: slots }),
     shutdownGraceTime: `${opts.shutdownGraceSecs ?? 30} s`,
     identity,

@@ -64,6 +64,7 @@ export function fleetMemory(opts: { budgetBytes: number; dataRoot: string; maxSl
         waiting: ledger.waitingCount,
         unmarkedTakes: ledger.unmarkedTakes,
         markWaits: { ...ledger.markWaits },
+        eager: { ...ledger.eager },
         startedAtMs,
         lastSeenMs: Date.now(),
       });

@@ -35,6 +35,8 @@ export class MemoryLedger {
   unmarkedTakes = 0;
   /** Units that waited for their claim's mark, and how long in all (ms): what admission adds to a unit's run. */
   readonly markWaits = { count: 0, totalMs: 0, maxMs: 0 };
+  /** Eager activity tasks: slots the SDK asked for, granted (slot and claim free at once), and used (the server handed the task over). */
+  readonly eager = { asked: 0, granted: 0, used: 0 };
   private nextClaim = 1;
   /** Called after every change of what is held or waiting (the registry record follows it). */
   onChange: () => void = () => undefined;
@@ -69,6 +71,20 @@ export class MemoryLedger {
   async claim(bytes: number, signal?: AbortSignal): Promise<string> {
     const id = `${CLAIM}${this.nextClaim++}`;
     await this.acquire(id, bytes, { activity: 'poll' }, signal);
+    return id;
+  }
+
+  /**
+   * A poll claim only if it fits at once, ahead of nobody: for eager activity tasks,
+   * which the SDK offers when a workflow task schedules them and which may not wait
+   * (memory-slots.ts). Null when the bytes are not free now.
+   */
+  tryClaim(bytes: number): string | null {
+    if (this.ledger.waiting.length > 0 || this.headroomBytes < bytes) return null;
+    const id = `${CLAIM}${this.nextClaim++}`;
+    this.apply({ type: 'request', id, bytes });
+    if (!this.isHeld(id)) return null; // refused (not a byte count): nothing held
+    this.holdings.set(id, { id, bytes, activity: 'poll', sinceMs: Date.now() });
     return id;
   }
 

@@ -15,6 +15,8 @@ import type { MemoryLedger } from './memory-ledger';
 /** Claims are all the same size; a permit names the claim it holds. */
 interface ClaimPermit extends SlotPermit {
   claim: string;
+  /** Taken for an eager task (tryReserveSlot), not for a poll. */
+  eager?: true;
 }
 
 /** A counting gate for the slot limit (maxConcurrentActivities), in arrival order. */
@@ -24,6 +26,13 @@ class Slots {
 
   constructor(n: number) {
     this.free = n;
+  }
+
+  /** A slot now or none, ahead of nobody waiting. */
+  tryTake(): boolean {
+    if (this.free <= 0 || this.queue.length > 0) return false;
+    this.free--;
+    return true;
   }
 
   async take(signal: AbortSignal): Promise<void> {
@@ -68,10 +77,24 @@ export function memorySlotSupplier(ledger: MemoryLedger, opts: { claimBytes: () 
         throw e;
       }
     },
-    // Eager activity tasks skip the poll and so the claim: none are taken.
-    tryReserveSlot: () => null,
+    // Eager activity tasks (the server hands an activity a workflow task just scheduled
+    // back with the task's completion, skipping the task queue) get a slot and a claim
+    // only when both are free at once: the SDK may not wait here.
+    tryReserveSlot() {
+      ledger.eager.asked++;
+      if (!slots.tryTake()) return null;
+      const claim = ledger.tryClaim(Math.min(opts.claimBytes(), ledger.budgetBytes));
+      if (claim === null) {
+        slots.give();
+        return null;
+      }
+      ledger.eager.granted++;
+      return { claim, eager: true } satisfies ClaimPermit;
+    },
     markSlotUsed(ctx) {
-      ledger.markClaimUsed((ctx.permit as ClaimPermit).claim);
+      const permit = ctx.permit as ClaimPermit;
+      if (permit.eager) ledger.eager.used++;
+      ledger.markClaimUsed(permit.claim);
     },
     releaseSlot(ctx) {
       // A claim a unit converted is already gone; the unit releases its own reservation.

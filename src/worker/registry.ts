@@ -36,6 +36,8 @@ export interface WorkerRecord {
   unmarkedTakes?: number;
   /** Units that waited for their claim's mark: how many, total and longest wait (ms). */
   markWaits?: { count: number; totalMs: number; maxMs: number };
+  /** Eager activity tasks: asked, granted, used (memory-slots.ts). */
+  eager?: { asked: number; granted: number; used: number };
   startedAtMs: number;
   lastSeenMs: number;
 }

@@ -45,6 +45,7 @@ test('many-tables: every seal is merged and answered, no workflow task timeouts'
   expect(out).toMatch(/^bench \(writers and their Temporal client\): CPU [\d.]+ s/m);
   expect(out).toMatch(/the write call alone \(seal and pressure\), by minute \(p50\/p99 s\): 1: [\d.]+\/[\d.]+/);
   expect(out).toMatch(/mark waits \d+ \(mean [\d.]+ ms, max \d+ ms\)/);
+  expect(out).toMatch(/eager activity tasks asked\/granted\/used \d+\/\d+\/\d+/);
 });
 
 test('wait-merged-fanout: every waiting process answers with the version of the commit', async () => {

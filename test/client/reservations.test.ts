@@ -54,7 +54,7 @@ describe('reservations in status and workers', () => {
 
   it('workers: reserved bytes count units and the prepared cache, not poll claims', () => {
     const rows = workerRows(records, 3000);
-    expect(rows[0]).toMatchObject({ identity: '1@h', budgetBytes: 1024 * MiB, reservedBytes: 508 * MiB, headroomBytes: 516 * MiB, pollClaims: 1, lastSeenSecs: 2 });
+    expect(rows[0]).toMatchObject({ identity: '1@h', budgetBytes: 1024 * MiB, reservedBytes: 508 * MiB, headroomBytes: 516 * MiB, pollClaims: 1, unmarkedTakes: 0, eager: { asked: 0, granted: 0, used: 0 }, lastSeenSecs: 2 });
     expect(rows[0]!.running).toEqual([{ unit: 't: prepare merge/s0 1-4', activity: 'prepareMerge', reservedBytes: 380 * MiB, sinceSecs: 3 }]);
     expect(formatWorkers(rows)).toContain('1@h  host h pid 1  budget 1024 MiB  reserved 508 MiB');
     expect(formatWorkers([])).toMatch(/^no live workers/);

@@ -57,6 +57,50 @@ describe('memory ledger and slot supplier', () => {
     expect(ledger.reservedBytes).toBe(800);
   });
 
+  it('an eager task gets a slot and a claim only when both are free at once, and its unit converts the claim', async () => {
+    const info = { slotInfo: { type: 'activity' as const, activityType: 'commitMerge' } };
+    const ledger = new MemoryLedger(1000);
+    const slots = memorySlotSupplier(ledger, { claimBytes: () => 400, maxSlots: 8 });
+    const eager = slots.tryReserveSlot(ctx);
+    expect(eager).not.toBeNull();
+    expect(ledger.reservedBytes).toBe(400);
+    // Its unit takes over the claim once the SDK marks it used, as for a polled task.
+    slots.markSlotUsed({ ...info, permit: eager! });
+    await ledger.reserve('unit1', 100, { activity: 'commitMerge' });
+    expect(ledger.reservedBytes).toBe(100);
+    const poll = await slots.reserveSlot(ctx, new AbortController().signal);
+    const secondPoll = await slots.reserveSlot(ctx, new AbortController().signal);
+    // 100 + 400 + 400 held: another claim does not fit now, so no eager task (the server
+    // then queues the activity as usual) and nothing more is held.
+    expect(slots.tryReserveSlot(ctx)).toBeNull();
+    expect(ledger.reservedBytes).toBe(900);
+    // Nor while a request waits for bytes: an eager task does not jump that line.
+    slots.releaseSlot({ ...info, permit: secondPoll });
+    const big = ledger.acquire('big', 700, { activity: 'prepareMerge' });
+    expect(await settled(big)).toBe(false); // 500 held, 500 free
+    expect(slots.tryReserveSlot(ctx)).toBeNull();
+    ledger.release('big');
+    // The SDK gives an eager permit back unused when the server did not hand the task
+    // over: its claim and its slot are free again.
+    const unused = slots.tryReserveSlot(ctx);
+    expect(ledger.reservedBytes).toBe(900);
+    slots.releaseSlot({ ...info, permit: unused! });
+    expect(ledger.reservedBytes).toBe(500);
+    slots.releaseSlot({ ...info, permit: eager! });
+    ledger.release('unit1');
+    slots.releaseSlot({ ...info, permit: poll });
+    expect(ledger.reservedBytes).toBe(0);
+
+    // Slots count too: with every slot taken there is no eager task, whatever the bytes.
+    const roomy = memorySlotSupplier(new MemoryLedger(10_000), { claimBytes: () => 400, maxSlots: 2 });
+    const a = roomy.tryReserveSlot(ctx);
+    const b = roomy.tryReserveSlot(ctx);
+    expect([a, b].every((p) => p !== null)).toBe(true);
+    expect(roomy.tryReserveSlot(ctx)).toBeNull();
+    roomy.releaseSlot({ ...info, permit: a! });
+    expect(roomy.tryReserveSlot(ctx)).not.toBeNull();
+  });
+
   it('a unit bigger than its claim waits first in line; an aborted poll rejects with the signal reason', async () => {
     const ledger = new MemoryLedger(1000);
     const slots = memorySlotSupplier(ledger, { claimBytes: () => 400, maxSlots: 8 });
