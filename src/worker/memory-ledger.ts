@@ -69,7 +69,7 @@ export class MemoryLedger {
 
   /** A poll claim: `bytes` of headroom held while a poller may bring a task of at most that size. */
   async claim(bytes: number, signal?: AbortSignal): Promise<string> {
-    const id = `${CLAIM}${this.nextClaim++}`;
+    const id = this.newClaimId();
     await this.acquire(id, bytes, { activity: 'poll' }, signal);
     return id;
   }
@@ -81,11 +81,15 @@ export class MemoryLedger {
    */
   tryClaim(bytes: number): string | null {
     if (this.ledger.waiting.length > 0 || this.headroomBytes < bytes) return null;
-    const id = `${CLAIM}${this.nextClaim++}`;
+    const id = this.newClaimId();
     this.apply({ type: 'request', id, bytes });
     if (!this.isHeld(id)) return null; // refused (not a byte count): nothing held
     this.holdings.set(id, { id, bytes, activity: 'poll', sinceMs: Date.now() });
     return id;
+  }
+
+  private newClaimId(): string {
+    return `${CLAIM}${this.nextClaim++}`;
   }
 
   markClaimUsed(id: string): void {

@@ -37,10 +37,7 @@ class Slots {
 
   async take(signal: AbortSignal): Promise<void> {
     if (signal.aborted) throw signal.reason;
-    if (this.free > 0 && this.queue.length === 0) {
-      this.free--;
-      return;
-    }
+    if (this.tryTake()) return;
     await new Promise<void>((resolve, reject) => {
       const grant = () => {
         signal.removeEventListener('abort', onAbort);
