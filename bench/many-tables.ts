@@ -34,6 +34,8 @@ const { values: opt } = parseArgs({
     'interval-secs': { type: 'string', default: '60' },
     rows: { type: 'string', default: '100' },
     'wait-merged': { type: 'boolean', default: false },
+    /** Seal while the tables are still starting (their first workflow tasks and snapshots queued) instead of once they are up. */
+    'no-settle': { type: 'boolean', default: false },
     /** start-dev's own SQLite and search-attribute settings instead of ours, to compare. */
     'start-dev-defaults': { type: 'boolean', default: false },
   },
@@ -56,6 +58,15 @@ const ROWS = Math.floor(num('rows', 1));
  * whose range covers the seal.
  */
 const WAIT_MERGED = opt['wait-merged'] === true;
+/**
+ * By default the writers start once every table is up (its first snapshot done), as
+ * streaming writers meet a fleet that is already running; how long 1,000 starts take
+ * to settle is printed. --no-settle seals from the moment the last start returns, so
+ * the first interval's seals queue behind the starts' workflow tasks and snapshots.
+ */
+const SETTLE = opt['no-settle'] !== true;
+/** Longest the bench waits for the tables to settle before it seals anyway. */
+const SETTLE_BOUND_MS = 10 * 60_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Appends in place (copying the array per value was quadratic over 10,000 seals). */
@@ -66,6 +77,26 @@ const pushTo = (m: Map<string, number[]>, key: string, v: number): void => {
 };
 /** How long after the run a seal may still take to be merged before it counts as not merged. */
 const GRACE_MS = 60_000;
+
+/** Waits until every table has run its first snapshot (or the bound passes); returns how many had not. */
+async function unsettled(tables: TableClient, names: string[], untilMs: number): Promise<number> {
+  let waiting = names;
+  while (waiting.length > 0 && performance.now() < untilMs) {
+    const still: string[] = [];
+    for (let i = 0; i < waiting.length; i += 50) {
+      const chunk = waiting.slice(i, i + 50);
+      const st = await Promise.all(chunk.map((n) => tables.state(n).catch(() => null)));
+      // Before its first snapshot a table's next one is due now (nextInSecs 0).
+      chunk.forEach((n, k) => {
+        const s = st[k]?.snapshot;
+        if (!s || s.running || s.nextInSecs === 0) still.push(n);
+      });
+    }
+    waiting = still;
+    if (waiting.length > 0) await sleep(1000);
+  }
+  return waiting.length;
+}
 
 async function main(): Promise<void> {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-bench-many-'));
@@ -92,6 +123,11 @@ async function main(): Promise<void> {
     }
     for (const name of names) writers.push(await TableWriter.open(tables, root, name));
     console.log(`started ${TABLES} table workflows in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    if (SETTLE) {
+      const t1 = performance.now();
+      const left = await unsettled(tables, names, t1 + SETTLE_BOUND_MS);
+      console.log(`settled (every table's first snapshot done) ${((performance.now() - t1) / 1000).toFixed(1)} s after the last start${left > 0 ? `: ${left} tables still not, sealing anyway` : ''}`);
+    }
 
     const bench0 = process.cpuUsage();
     const cpu0 = { server: server ? cpuSeconds(server.pid) : null, workers: workers.map((w) => cpuSeconds(w.pid!)), faults: workers.map((w) => minorFaults(w.pid!)) };

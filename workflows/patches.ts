@@ -5,7 +5,9 @@ import { patched } from '@temporalio/workflow';
 // upsert of the TemporalChangeVersion search attribute (a visibility write): 11 patches
 // were 22 events at the start of every run. A run started by this code records one
 // marker, CURRENT, which stands for all of them; runs recorded before it find no such
-// marker on replay and ask for each patch as they did.
+// marker on replay and ask for each patch as they did. A new patch needs a new CURRENT;
+// runs recorded under an earlier one (PREVIOUS) still find theirs and keep what it
+// implied, and not the patches that came after it.
 
 export type PatchId =
   | 'idle-cost'
@@ -18,16 +20,25 @@ export type PatchId =
   | 'short-runs'
   | 'quiet-direct-turns'
   | 'named-activity-ids'
-  | 'commit-admission-wait';
+  | 'commit-admission-wait'
+  | 'spread-periodic';
 
-/** The patch that implies every PatchId above; a new patch needs a new CURRENT too. */
-const CURRENT = 'turnstile-9';
+/** The patch that implies every PatchId above. */
+const CURRENT = 'turnstile-10';
+/** Earlier CURRENT markers, newest first, each with the patches that came after it. */
+const PREVIOUS: { marker: string; notImplied: PatchId[] }[] = [{ marker: 'turnstile-9', notImplied: ['spread-periodic'] }];
 
 // Module state is per workflow run (the SDK isolates workflow modules per run).
 let current: boolean | undefined;
+let previous: { marker: string; notImplied: PatchId[] } | null | undefined;
 
-/** patched(id), answered by the one CURRENT marker in runs that have it. */
+/** patched(id), answered by the one CURRENT (or earlier such) marker in runs that have it. */
 export function hasPatch(id: PatchId): boolean {
   current ??= patched(CURRENT);
-  return current || patched(id);
+  if (current) return true;
+  // Only replays get here: a new run has just recorded CURRENT. Asking for an older
+  // marker during a replay never records one.
+  previous ??= PREVIOUS.find((p) => patched(p.marker)) ?? null;
+  if (previous && !previous.notImplied.includes(id)) return true;
+  return patched(id);
 }

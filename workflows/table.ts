@@ -83,7 +83,8 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   } else {
     const policy = applyOverride(defaultPolicy(), args.policy ?? {});
     if (!policy.ok) throw ApplicationFailure.nonRetryable(`policy: ${policy.error}`, 'InvalidPolicy');
-    st = initialState({ table: args.table, key: args.key, shards: args.shards, policy: policy.policy, nowMs: Date.now(), adaptive });
+    // Runs recorded before phase.ts had every table's first periodic run a full period out.
+    st = initialState({ table: args.table, key: args.key, shards: args.shards, policy: policy.policy, nowMs: Date.now(), adaptive, spreadPeriodic: hasPatch('spread-periodic') });
   }
   // Grouped merge commits (src/policy/evaluate.ts), pipelined and direct merges (units.ts)
   // change which activities a run schedules, so runs recorded before them replay without.

@@ -1,8 +1,9 @@
 import { clonePolicy, cloneState } from './clone';
 import { applyPullIn, maxSnapshotSecs } from './idle';
+import { firstDueMs, firstPhase } from './phase';
 import { byName, nextDueMs } from './time';
 import type { PeriodicMark, Policy, Streak, TableState } from './types';
-import { KINDS, type Kind, type PerKind } from './types';
+import { KINDS, type Kind, type PerKind, type PeriodicKind } from './types';
 
 const perKind = <T>(v: T): PerKind<T> => Object.fromEntries(KINDS.map((k: Kind) => [k, v])) as PerKind<T>;
 
@@ -11,9 +12,15 @@ const marks = (done: number | null): TableState['periodic'] => {
   return { optimize: m(), index: m(), gc: m() };
 };
 
-/** `adaptive` false only for replays of runs recorded before the idle-cost rules (see idle.ts). */
-export function initialState(args: { table: string; key: string; shards: string[]; policy: Policy; nowMs: number; adaptive?: boolean; groupMerges?: boolean; pipelineMerges?: boolean; directMerges?: boolean; deferPullIn?: boolean }): TableState {
+/**
+ * `adaptive` false only for replays of runs recorded before the idle-cost rules (see
+ * idle.ts), `spreadPeriodic` false only for replays of runs recorded before phase.ts.
+ */
+export function initialState(args: { table: string; key: string; shards: string[]; policy: Policy; nowMs: number; adaptive?: boolean; groupMerges?: boolean; pipelineMerges?: boolean; directMerges?: boolean; deferPullIn?: boolean; spreadPeriodic?: boolean }): TableState {
   const { policy, nowMs } = args;
+  const spread = args.spreadPeriodic ?? true;
+  const firstDue = (kind: PeriodicKind): number =>
+    spread ? firstDueMs(nowMs, policy.periodSecs[kind], firstPhase(args.table, kind)) : nextDueMs(nowMs, policy.periodSecs[kind]);
   const names = [...new Set(args.shards)].sort(byName);
   return {
     table: args.table,
@@ -29,9 +36,9 @@ export function initialState(args: { table: string; key: string; shards: string[
     counters: { turns: perKind(0), stalls: 0, retries: 0, maxTurnWaitSecs: perKind(0), merges: 0, rowsMerged: 0 },
     version: 0,
     dueAtMs: {
-      optimize: nextDueMs(nowMs, policy.periodSecs.optimize),
-      index: nextDueMs(nowMs, policy.periodSecs.index),
-      gc: nextDueMs(nowMs, policy.periodSecs.gc),
+      optimize: firstDue('optimize'),
+      index: firstDue('index'),
+      gc: firstDue('gc'),
       // A new table learns what the generation store already holds right away.
       snapshot: nowMs,
     },

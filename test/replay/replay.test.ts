@@ -32,16 +32,15 @@ test('every recorded history replays without nondeterminism', async () => {
   expect(replayed).toBe(files.length);
 }, 180_000);
 
-test('runs with the one patch marker and runs from before it replay interleaved in one worker', async () => {
-  // workflows/patches.ts keeps a run's answer in module state: it must stay with its run.
-  const gens = [...new Set(files.map((f) => path.dirname(f)))].sort();
-  const newest = files.filter((f) => path.dirname(f) === gens.at(-1)).slice(0, 4);
-  // The longest older runs: past 500 events a leaked answer would change when they continue as new.
+test('runs with the one patch marker, with an earlier one and from before it replay interleaved in one worker', async () => {
+  // workflows/patches.ts keeps a run's answers (which marker it has) in module state: they must stay with their run.
+  const gens = [...new Set(files.map((f) => path.dirname(f)))].sort((a, b) => parseInt(a, 10) - parseInt(b, 10));
+  // The longest runs of each: past 500 events a leaked answer would change when they continue as new.
   const size = (f: string) => fs.statSync(path.join(HISTORIES_DIR, f)).size;
-  const older = files.filter((f) => path.dirname(f) === gens.at(-2)).sort((a, b) => size(b) - size(a)).slice(0, 4);
-  expect(newest.length).toBeGreaterThan(1);
-  expect(older.length).toBeGreaterThan(1);
-  const order = newest.flatMap((f, i) => [f, older[i]].filter((x): x is string => x !== undefined));
+  const longest = (gen: string | undefined) => files.filter((f) => path.dirname(f) === gen).sort((a, b) => size(b) - size(a)).slice(0, 4);
+  const [newest, earlier, before] = [longest(gens.at(-1)), longest(gens.at(-2)), longest(gens.at(-3))];
+  for (const g of [newest, earlier, before]) expect(g.length).toBeGreaterThan(1);
+  const order = newest.flatMap((f, i) => [f, earlier[i], before[i]].filter((x): x is string => x !== undefined));
   const histories = order.map((f, i) => ({ workflowId: `interleaved-${i}-${f}`, history: historyFromJSON(JSON.parse(fs.readFileSync(path.join(HISTORIES_DIR, f), 'utf8'))) }));
   const failures: string[] = [];
   for await (const r of Worker.runReplayHistories({ workflowBundle: await workflowBundle(), replayName: 'turnstile-replay-interleaved' }, histories)) {
