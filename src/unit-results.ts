@@ -58,6 +58,8 @@ export interface OptimizePlan {
 
 export interface IndexPlan {
   missing: IndexSpec[];
+  /** How many indices table.json configures; absent in results recorded before it was reported. */
+  configured?: number;
 }
 
 export interface GcPlan {

@@ -123,8 +123,10 @@ export async function prepareUnit(st: TableState, unit: Unit): Promise<PolicyEve
         return { type: 'prepared', kind: 'optimize', unitId: unit.id, needsCommit: p.needed, prepared: p, attempts: 1 };
       }
       case 'index': {
-        const p = await acts.planIndex({ table });
-        return { type: 'prepared', kind: 'index', unitId: unit.id, needsCommit: p.missing.length > 0, prepared: p, attempts: 1 };
+        const { configured, ...p } = await acts.planIndex({ table });
+        // Runs recorded before tables without indices stopped planning them replay without the count.
+        const plan = configured !== undefined && hasPatch('indexless-tables') ? { ...p, configured } : p;
+        return { type: 'prepared', kind: 'index', unitId: unit.id, needsCommit: p.missing.length > 0, prepared: plan, attempts: 1 };
       }
       case 'gc': {
         const mergedThrough = st.shards.map((s) => ({ shard: s.shard, mergedThroughSeq: s.mergedThroughSeq }));

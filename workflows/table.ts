@@ -92,6 +92,8 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   // The next snapshot pulled in only when the commit a demand caused cannot make it moot
   // (src/policy/idle.ts, settlePullIn) changes which timers a run arms.
   st = { ...st, deferPullIn: hasPatch('defer-snapshot-pull-in') };
+  // Periodic timers a little after the due time (src/policy/wake.ts) arm different timers.
+  st = { ...st, lazyPeriodic: hasPatch('lazy-periodic-timers') };
   // Signals checked against the table, and awaitMerged answered within a bound (issue 11,
   // "hostile clients"): the bound arms a timer, so runs recorded before it replay without.
   const hostileChecks = hasPatch('hostile-clients');

@@ -66,6 +66,7 @@ function onPrepared(state: TableState, e: Ev<'prepared'>, nowMs: number): void {
     if (e.prepared.toSeq < u.toSeq || grows) u.toSeq = e.prepared.toSeq;
   }
   if (e.scan) u.scanned = true;
+  if (e.kind === 'index' && e.prepared?.configured !== undefined) state.noIndices = e.prepared.configured === 0;
   state.counters.retries += Math.max(0, e.attempts - 1);
   if (e.reservedBytes !== undefined) u.reservedBytes = e.reservedBytes;
   if (!e.needsCommit) {

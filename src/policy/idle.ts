@@ -26,8 +26,10 @@ export function changeMark(state: TableState, kind: PeriodicKind): number {
 
 /** Whether a periodic kind has anything to look at when its period comes round. */
 export function hasChanged(state: TableState, kind: PeriodicKind): boolean {
-  if (!state.adaptive || state.policy.periodicWhenIdle) return true;
   const done = state.periodic[kind].done;
+  // Nothing to build whatever changed; a bump (done null) still looks again.
+  if (kind === 'index' && state.noIndices === true) return done === null;
+  if (!state.adaptive || state.policy.periodicWhenIdle) return true;
   return done === null || done !== changeMark(state, kind);
 }
 

@@ -16,7 +16,7 @@ const marks = (done: number | null): TableState['periodic'] => {
  * `adaptive` false only for replays of runs recorded before the idle-cost rules (see
  * idle.ts), `spreadPeriodic` false only for replays of runs recorded before phase.ts.
  */
-export function initialState(args: { table: string; key: string; shards: string[]; policy: Policy; nowMs: number; adaptive?: boolean; groupMerges?: boolean; pipelineMerges?: boolean; directMerges?: boolean; deferPullIn?: boolean; spreadPeriodic?: boolean }): TableState {
+export function initialState(args: { table: string; key: string; shards: string[]; policy: Policy; nowMs: number; adaptive?: boolean; groupMerges?: boolean; pipelineMerges?: boolean; directMerges?: boolean; deferPullIn?: boolean; spreadPeriodic?: boolean; lazyPeriodic?: boolean }): TableState {
   const { policy, nowMs } = args;
   const spread = args.spreadPeriodic ?? true;
   const firstDue = (kind: PeriodicKind): number =>
@@ -48,6 +48,7 @@ export function initialState(args: { table: string; key: string; shards: string[
     pipelineMerges: args.pipelineMerges ?? true,
     directMerges: args.directMerges ?? true,
     deferPullIn: args.deferPullIn ?? true,
+    lazyPeriodic: args.lazyPeriodic ?? true,
     adaptive: args.adaptive ?? true,
     // Nothing has happened on a new table yet, so there is no burst of seals whose last
     // signal might be lost: it starts at the long period. Its first snapshot (now) or

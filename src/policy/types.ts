@@ -246,6 +246,12 @@ export interface TableState {
    * replaying runs recorded before it.
    */
   deferPullIn?: boolean;
+  /**
+   * Whether a periodic kind's timer comes a little after its due time (wake.ts,
+   * periodicSlackMs), so that on a table with writes it starts with the next event's
+   * workflow task instead of one of its own. Off while replaying runs recorded before it.
+   */
+  lazyPeriodic?: boolean;
   /** With deferPullIn: when activity asked the next snapshot to come by, not applied yet. */
   pullInAtMs?: number;
   /** The grant time (turn.sinceMs) of the merge commit that pullInAtMs waits for, once it waits. */
@@ -268,6 +274,12 @@ export interface TableState {
    * store before it does not count as quiet. Absent in states from before it.
    */
   activityAtMs?: number;
+  /**
+   * The last index plan found no index configured in table.json: the index kind then
+   * runs only when bumped (idle.ts, hasChanged), instead of opening the Lance table
+   * every period to find nothing to build. Absent until a plan reports it.
+   */
+  noIndices?: boolean;
   /** Per periodic kind, what its last run covered (see changeMark in idle.ts). */
   periodic: { optimize: PeriodicMark; index: PeriodicMark; gc: PeriodicMark };
 }

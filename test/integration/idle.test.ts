@@ -77,7 +77,7 @@ test('a seal without any demand signal on an idle table is found by a scan at mo
   await recordHistory(h.client, handle, 'idle-lost-signal');
 });
 
-test('optimize, index and gc run after a change, not while the table is idle; a bump still runs one at once', async () => {
+test('optimize, index and gc run after a change, not while the table is idle; a bump still runs one at once; index stops planning when no index is configured', async () => {
   const MAX = 3;
   const { table, writer, handle } = await newTable('quiet', { snapshotIntervalSecs: 1, snapshotMaxIntervalSecs: MAX, periodSecs: { optimize: 1, index: 1, gc: 1 } });
   const load = new Load(writer, { rowsPerGeneration: 100, keySpan: 1000, pauseMs: 0 });
@@ -102,8 +102,19 @@ test('optimize, index and gc run after a change, not while the table is idle; a 
   // An operator can still ask for one on the idle table.
   await h.tables.bump(table, { kind: 'index', reason: 'check indices now' });
   await eventually(async () => count(await activityRuns(handle), 'planIndex') === 2, 'index planned after the bump');
-  const final = await activityRuns(handle);
-  expect([count(final, 'planOptimize'), count(final, 'planGc')]).toEqual([1, 1]);
+  const bumped = await activityRuns(handle);
+  expect([count(bumped, 'planOptimize'), count(bumped, 'planGc')]).toEqual([1, 1]);
+
+  // table.json configures no index, which the plans said: a change no longer plans index
+  // (optimize and gc still do), since it could only find nothing to build.
+  await new MergeWaiter(h.client).wait(table, 's0', await load.writeOne('s0'));
+  await eventually(async () => {
+    const runs = await activityRuns(handle);
+    return count(runs, 'planOptimize') === 2 && count(runs, 'planGc') === 2 ? runs : null;
+  }, 'optimize and gc planned after the second merge');
+  // Three index periods more, for a plan that would come later than the other two.
+  await new Promise((r) => setTimeout(r, 3000));
+  expect(count(await activityRuns(handle), 'planIndex')).toBe(2);
   await expectExact(table, load);
   await recordHistory(h.client, handle, 'idle-periodic');
 });

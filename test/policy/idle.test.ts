@@ -348,6 +348,43 @@ describe('optimize, index and gc only after a change', () => {
     expect(d.state.periodic.index.done).toBeNull();
   });
 
+  it('index stops planning once a plan says table.json configures no index; a bump looks again, and a plan with indices resumes it', () => {
+    const d = afterOneMerge({ periodSecs: { optimize: 0, index: 60, gc: 0 } });
+    const ids = (ds: Decision[]) => prepares(ds).map((p) => p.unit.id);
+    const at = Math.max(d.state.dueAtMs.index, d.nowMs);
+    // Due within its first period: already planned by the merge's commit, or at its time.
+    if (!d.unit('index')) expect(ids(d.at(at).send({ type: 'timer' }))).toEqual(['index']);
+    expect(d.unit('index')?.state).toBe('preparing');
+    d.send({ type: 'prepared', kind: 'index', unitId: 'index', needsCommit: false, prepared: { missing: [], configured: 0 }, attempts: 1 });
+    expect(d.state.noIndices).toBe(true);
+    // More merges move the version; index would be due a period later, but stays quiet.
+    d.at(at + 1000).send(demand('s0', 3));
+    d.send(prepared('merge/s0'));
+    d.send(committed('merge/s0', 9));
+    expect(ids(d.at(at + 10 * 60_000).send({ type: 'timer' }))).toEqual([]);
+    expect(d.state.units).toEqual([]);
+    // An operator bump plans it again; indices configured since then resume the period.
+    expect(ids(d.send({ type: 'bump', bump: { target: { kind: 'index' }, class: 2, reason: 'r', expiresAtMs: at + 11 * 60_000 } }))).toEqual(['index']);
+    d.send({ type: 'prepared', kind: 'index', unitId: 'index', needsCommit: false, prepared: { missing: [], configured: 1 }, attempts: 1 });
+    expect(d.state.noIndices).toBe(false);
+    d.at(at + 12 * 60_000).send(demand('s0', 4));
+    d.send(prepared('merge/s0'));
+    expect(ids(d.send(committed('merge/s0', 10)))).toEqual(['index']);
+  });
+
+  it('index plans recorded without the count (older runs) keep planning every period', () => {
+    const d = afterOneMerge({ periodSecs: { optimize: 0, index: 60, gc: 0 } });
+    const at = Math.max(d.state.dueAtMs.index, d.nowMs);
+    d.at(at).send({ type: 'timer' });
+    expect(d.unit('index')?.state).toBe('preparing');
+    d.send({ type: 'prepared', kind: 'index', unitId: 'index', needsCommit: false, prepared: { missing: [] }, attempts: 1 });
+    expect(d.state.noIndices).toBeUndefined();
+    d.at(at + 1000).send(demand('s0', 3));
+    d.send(prepared('merge/s0'));
+    d.send(committed('merge/s0', 9));
+    expect(prepares(d.at(at + 10 * 60_000).send({ type: 'timer' })).map((p) => p.unit.id)).toEqual(['index']);
+  });
+
   it('periodicWhenIdle: true runs them every period, as before', () => {
     const d = fresh({ periodicWhenIdle: true, periodSecs: { optimize: 300, index: 0, gc: 0 } });
     d.send({ type: 'timer' });
