@@ -1,10 +1,12 @@
 // Many tables on one dev server: T tables, W worker processes, each table sealing one
-// small generation every interval (staggered), for M minutes. Reports seal -> merged
-// latency (read-your-merges through MergeWaiter, as a client would wait), workflow
-// task timeouts and failures (from the tables' histories), CPU and peak RSS of the
-// server and of each worker, and history events per table.
+// small generation every interval (staggered), for M minutes, once every table is up
+// (its first snapshot done; --no-settle seals while they still start). Reports seal ->
+// merged latency (from the histories; --wait-merged waits for each through MergeWaiter,
+// as a client would), workflow task timeouts and failures, where the time went, CPU
+// (by minute, and per process) and peak RSS of the server and of each worker, and
+// history events per table.
 //
-//   npx tsx bench/many-tables.ts [--tables 1000] [--workers 2] [--minutes 10] [--interval-secs 60] [--rows 100] [--wait-merged]
+//   npx tsx bench/many-tables.ts [--tables 1000] [--workers 2] [--minutes 10] [--interval-secs 60] [--rows 100] [--wait-merged] [--no-settle] [--start-dev-defaults]
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -130,6 +132,15 @@ async function main(): Promise<void> {
     }
 
     const bench0 = process.cpuUsage();
+    // Cores busy by minute (server + workers + this process): where the machine ran out.
+    const busyByMinute: string[] = [];
+    const cpuNow = () => (server ? (cpuSeconds(server.pid) ?? 0) : 0) + workers.reduce((a, w) => a + (cpuSeconds(w.pid!) ?? 0), 0) + (process.cpuUsage().user + process.cpuUsage().system) / 1e6;
+    let lastCpu = { at: performance.now(), cpu: cpuNow() };
+    const sampler = setInterval(() => {
+      const now = { at: performance.now(), cpu: cpuNow() };
+      busyByMinute.push(((now.cpu - lastCpu.cpu) / ((now.at - lastCpu.at) / 1000)).toFixed(2));
+      lastCpu = now;
+    }, 60_000);
     const cpu0 = { server: server ? cpuSeconds(server.pid) : null, workers: workers.map((w) => cpuSeconds(w.pid!)), faults: workers.map((w) => minorFaults(w.pid!)) };
     const waiter = new MergeWaiter(client);
     const latencies: number[] = [];
@@ -193,6 +204,7 @@ async function main(): Promise<void> {
         if (behind.length > 0) await sleep(2000);
       }
     }
+    clearInterval(sampler);
     const runSecs = (performance.now() - startAt) / 1000;
     const benchCpu = process.cpuUsage(bench0);
     const cpu1 = { server: server ? cpuSeconds(server.pid) : null, workers: workers.map((w) => cpuSeconds(w.pid!)), faults: workers.map((w) => minorFaults(w.pid!)) };
@@ -255,6 +267,7 @@ async function main(): Promise<void> {
       console.log(`  by minute of the seal (p50/p99 s): ${perMinute(byMinute)}`);
     }
     console.log(`  the write call alone (seal and pressure), by minute (p50/p99 s): ${perMinute(writeByMinute)}`);
+    console.log(`  cores busy by minute (server, workers and bench, of ${os.cpus().length}): ${busyByMinute.map((b, m) => `${m + 1}: ${b}`).join('  ')}`);
     const wftTimeouts = Object.values(timeouts).reduce((a, b) => a + b, 0);
     console.log(`workflow task timeouts ${wftTimeouts}${wftTimeouts ? ` (${Object.entries(timeouts).map(([t, n]) => `${t} ${n}`).join(', ')})` : ''}, workflow task failures ${wftFailures}`);
     const line = (name: string, v: number[]) => `  ${name.padEnd(28)} n ${String(v.length).padStart(6)}  p50 ${stat(v).p50.toFixed(0).padStart(6)}  p99 ${stat(v).p99.toFixed(0).padStart(6)} ms`;

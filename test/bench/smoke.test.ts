@@ -46,6 +46,8 @@ test('many-tables: every seal is merged and answered, no workflow task timeouts'
   expect(out).toMatch(/the write call alone \(seal and pressure\), by minute \(p50\/p99 s\): 1: [\d.]+\/[\d.]+/);
   expect(out).toMatch(/mark waits \d+ \(mean [\d.]+ ms, max \d+ ms\)/);
   expect(out).toMatch(/eager activity tasks asked\/granted\/used \d+\/\d+\/\d+/);
+  expect(out).toMatch(/^settled \(every table's first snapshot done\) [\d.]+ s after the last start$/m);
+  expect(out).toMatch(/cores busy by minute \(server, workers and bench, of \d+\):/);
 });
 
 test('wait-merged-fanout: every waiting process answers with the version of the commit', async () => {

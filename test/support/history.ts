@@ -14,6 +14,8 @@ export interface ActivityRun {
   /** How the attempt before the last one ended, when there was one: 'timeout' or 'failure'. */
   previousAttempt: 'timeout' | 'failure' | null;
   scheduledAtMs: number;
+  /** The task queue priority it was scheduled with (1 highest; 0 = none given, i.e. the default 3). */
+  priorityKey: number;
   /** When the last attempt started (its ActivityTaskStarted event), null if it never did. */
   startedAtMs: number | null;
   closedAtMs: number | null;
@@ -78,6 +80,7 @@ export function activityRunsOf(history: History, offset = 0): ActivityRun[] {
         startedBy: null,
         previousAttempt: null,
         scheduledAtMs: at,
+        priorityKey: e.activityTaskScheduledEventAttributes!.priority?.priorityKey ?? 0,
         startedAtMs: null,
         closedAtMs: null,
         decidedAtMs: taskStartedAtMs,
