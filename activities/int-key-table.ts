@@ -5,7 +5,7 @@
 // worker) busy for hundreds of milliseconds per 100k-row generation. Keys are read as
 // two Int32 halves straight from the column's buffer, so nothing is allocated per row.
 
-import { fmix32 } from '../src/fmix32';
+import { fmix32 } from '../src/hash32';
 
 const EMPTY = 0;
 /** Cells of [slot, lo, hi]: one cache line per probe instead of one per array. */

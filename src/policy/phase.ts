@@ -1,4 +1,4 @@
-import { fmix32 } from '../fmix32';
+import { fmix32, fnv, FNV_OFFSET } from '../hash32';
 import { NEVER } from './time';
 
 /**
@@ -11,10 +11,7 @@ import { NEVER } from './time';
  * under its name keeps its phase and tests can predict it.
  */
 export function firstPhase(table: string, kind: string): number {
-  let h = 0x811c9dc5;
-  const text = `${kind}\u0000${table}`;
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
-  return 1 - fmix32(h) / 2 ** 32;
+  return 1 - fmix32(fnv(FNV_OFFSET, `${kind}\u0000${table}`)) / 2 ** 32;
 }
 
 /** The first due time of a periodic kind of a new table; 0 seconds means only on demand. */

@@ -6,7 +6,7 @@
 // hash(shard, key). It does not depend on the order of `shards`, and adding a shard
 // moves only the keys the new shard wins.
 
-import { fmix32 } from '../fmix32';
+import { fmix32, fnv, FNV_OFFSET, FNV_PRIME } from '../hash32';
 
 export type Key = string | number | bigint;
 
@@ -29,16 +29,6 @@ const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 // shards. The FNV state after each shard's prefix is computed once per shard set, so a
 // key costs one pass over its own text per shard and no string building (the seal
 // checks every row's owner: for 100k keys this was a large part of a seal's CPU).
-const FNV_OFFSET = 0x811c9dc5;
-const FNV_PRIME = 0x01000193;
-
-function fnv(h: number, text: string): number {
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, FNV_PRIME);
-  }
-  return h;
-}
 
 /** The owner function of one shard set: call it once, use it for many keys. */
 export function shardRouter(shards: readonly string[]): (key: Key) => string {
