@@ -17,6 +17,7 @@ import type { ChildProcess } from 'node:child_process';
 import { connectClient } from '../src/client/connect';
 import { MergeWaiter } from '../src/client/merge-waiter';
 import { TableClient } from '../src/client/table-client';
+import type { StatusView } from '../workflows/messages';
 import { TableWriter, workflowArgsFor } from '../src/client/table-writer';
 import { workflowIdForTable } from '../src/names';
 import { createTableMeta } from '../src/storage/generation-store';
@@ -80,25 +81,30 @@ const pushTo = (m: Map<string, number[]>, key: string, v: number): void => {
 /** How long after the run a seal may still take to be merged before it counts as not merged. */
 const GRACE_MS = 60_000;
 
-/** Waits until every table has run its first snapshot (or the bound passes); returns how many had not. */
-async function unsettled(tables: TableClient, names: string[], untilMs: number): Promise<number> {
+/**
+ * Queries the tables' state (50 at a time) until `done` holds for each or the bound
+ * passes, pausing `pauseMs` between rounds; returns how many it did not hold for.
+ */
+async function waitForTables(tables: TableClient, names: string[], done: (st: StatusView, name: string) => boolean, untilMs: number, pauseMs: number): Promise<number> {
   let waiting = names;
   while (waiting.length > 0 && performance.now() < untilMs) {
     const still: string[] = [];
     for (let i = 0; i < waiting.length; i += 50) {
       const chunk = waiting.slice(i, i + 50);
       const st = await Promise.all(chunk.map((n) => tables.state(n).catch(() => null)));
-      // Before its first snapshot a table's next one is due now (nextInSecs 0).
       chunk.forEach((n, k) => {
-        const s = st[k]?.snapshot;
-        if (!s || s.running || s.nextInSecs === 0) still.push(n);
+        const s = st[k];
+        if (!s || !done(s, n)) still.push(n);
       });
     }
     waiting = still;
-    if (waiting.length > 0) await sleep(1000);
+    if (waiting.length > 0) await sleep(pauseMs);
   }
   return waiting.length;
 }
+
+// Before its first snapshot a table's next one is due now (nextInSecs 0).
+const firstSnapshotDone = (st: StatusView): boolean => !st.snapshot.running && st.snapshot.nextInSecs !== 0;
 
 async function main(): Promise<void> {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-bench-many-'));
@@ -127,7 +133,7 @@ async function main(): Promise<void> {
     console.log(`started ${TABLES} table workflows in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     if (SETTLE) {
       const t1 = performance.now();
-      const left = await unsettled(tables, names, t1 + SETTLE_BOUND_MS);
+      const left = await waitForTables(tables, names, firstSnapshotDone, t1 + SETTLE_BOUND_MS, 1000);
       console.log(`settled (every table's first snapshot done) ${((performance.now() - t1) / 1000).toFixed(1)} s after the last start${left > 0 ? `: ${left} tables still not, sealing anyway` : ''}`);
     }
 
@@ -188,21 +194,8 @@ async function main(): Promise<void> {
     );
     if (!WAIT_MERGED) {
       // Every table merged through its last seal, or the grace period is over.
-      const lastSeq = sealStarts.map((m) => Math.max(0, ...m.keys()));
-      const graceEnd = performance.now() + GRACE_MS;
-      let behind = names.map((_, i) => i).filter((i) => lastSeq[i]! > 0);
-      while (behind.length > 0 && performance.now() < graceEnd) {
-        const still: number[] = [];
-        for (let j = 0; j < behind.length; j += 50) {
-          const chunk = behind.slice(j, j + 50);
-          const st = await Promise.all(chunk.map((i) => tables.state(names[i]!).catch(() => null)));
-          chunk.forEach((i, k) => {
-            if ((st[k]?.shards[0]?.mergedThroughSeq ?? 0) < lastSeq[i]!) still.push(i);
-          });
-        }
-        behind = still;
-        if (behind.length > 0) await sleep(2000);
-      }
+      const lastOf = new Map(names.map((n, i) => [n, Math.max(0, ...sealStarts[i]!.keys())]));
+      await waitForTables(tables, names.filter((n) => lastOf.get(n)! > 0), (st, n) => (st.shards[0]?.mergedThroughSeq ?? 0) >= lastOf.get(n)!, performance.now() + GRACE_MS, 2000);
     }
     clearInterval(sampler);
     const runSecs = (performance.now() - startAt) / 1000;

@@ -23,13 +23,12 @@ export type PatchId =
   | 'commit-admission-wait'
   | 'spread-periodic'
   | 'indexless-tables'
-  | 'lazy-periodic-timers'
-  | 'merge-preparation-priority';
+  | 'lazy-periodic-timers';
 
 /** The patch that implies every PatchId above. */
 const CURRENT = 'turnstile-10';
 /** Earlier CURRENT markers, newest first, each with the patches that came after it. */
-const PREVIOUS: { marker: string; notImplied: PatchId[] }[] = [{ marker: 'turnstile-9', notImplied: ['spread-periodic', 'indexless-tables', 'lazy-periodic-timers', 'merge-preparation-priority'] }];
+const PREVIOUS: { marker: string; notImplied: PatchId[] }[] = [{ marker: 'turnstile-9', notImplied: ['spread-periodic', 'indexless-tables', 'lazy-periodic-timers'] }];
 
 // Module state is per workflow run (the SDK isolates workflow modules per run).
 let current: boolean | undefined;
