@@ -5,8 +5,10 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cacheRoot, ensureTemporal } from './ensure-temporal.mjs';
+import { cacheRoot, ensureTemporal, which } from './ensure-temporal.mjs';
 import { CLI_JS, ensureBuilt } from './build.mjs';
+import { ensureSeaweedfs } from './ensure-seaweedfs.mjs';
+import { PROGRAMS, ensureProgram } from './ensure-cluster.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
@@ -54,6 +56,19 @@ try {
 const env = server.address ? { TEMPORAL_ADDRESS: server.address } : { TEMPORAL_CLI_PATH: server.binary };
 const bin = (name) => path.join(root, 'node_modules', '.bin', name);
 if (mode === 'test') {
+  // Every other program the suite starts (SeaweedFS, the cluster's Temporal server, UI
+  // server and compose check), built now on a fresh machine (~20 minutes cold, nothing
+  // once cached). Built inside the run, the builds block the test process that waits
+  // for a server with a deadline (a cold CI run failed so: the dev server "did not
+  // answer within 180000 ms" while SeaweedFS built for 565 s in the same process).
+  // Without Go the tests that need them say what is missing.
+  try {
+    if (process.env.WEED_PATH || which('go')) ensureSeaweedfs();
+    if (which('go')) for (const name of Object.keys(PROGRAMS)) ensureProgram(name);
+  } catch (e) {
+    console.error(`turnstile: ${e.message.split('\n')[0]}`);
+    process.exit(1);
+  }
   // The whole suite starts with the static checks (types, and the lint rules that keep
   // workflow code deterministic); `npm test -- <files>` runs only those test files.
   if (process.argv.length === 3) {
