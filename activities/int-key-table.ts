@@ -1,84 +1,115 @@
-// An open-addressing hash table from 64-bit integer keys to the position of their
-// newest row, in typed arrays. Dedup of a merge touches every row of every generation;
-// a JS Map costs ~0.9 us per row there and allocates a BigInt per Int64 key read, which
-// kept the worker's event loop (and with it the workflow tasks of every table on that
-// worker) busy for hundreds of milliseconds per 100k-row generation. Keys are read as
+// Newest row per 64-bit integer key, in typed arrays and in two passes. Dedup of a merge
+// touches every row of every generation. One hash table over all of them (what this was
+// until session 18) is as large as the keys: 600k rows of a 4 x 150k merge missed the
+// CPU cache on every probe, ~0.3 us a row, while the same probes into a table that fits
+// the cache took 13 ms for all 600k. So rows are first appended, in the order fed, to
+// the partition that their key's hash picks (a handful of sequential write streams),
+// and each partition is then deduplicated on its own in a small table. Keys are read as
 // two Int32 halves straight from the column's buffer, so nothing is allocated per row.
 
-import { fmix32 } from '../src/hash32';
+import { fmix32 as importedFmix32 } from '../src/hash32';
 
-const EMPTY = 0;
-/** Cells of [slot, lo, hi]: one cache line per probe instead of one per array. */
-const STRIDE = 3;
+// Bound once: through tsx or esbuild's CommonJS output every call of an imported
+// function is a getter call first (src/storage/routing.ts measured it).
+const fmix32 = importedFmix32;
 
-export class IntKeyTable {
-  private mask: number;
-  /** Per cell: 1 + index into picks (0 = empty), then the key's lo and hi halves. */
-  private cells: Int32Array;
-  /** Winning row per key, in order of the key's first appearance (as Map iteration would be). */
-  private picksArr: Float64Array;
-  size = 0;
+/** Rows per partition aimed at: its table (2 cells a row, 4 bytes a cell) stays in L2. */
+const PARTITION_ROWS = 4096;
+const MAX_BITS = 10;
+/** Entries of [lo, hi, source, row]. */
+const STRIDE = 4;
 
-  constructor(expected = 1024) {
-    let cap = 16;
-    while (cap < expected * 2) cap *= 2;
-    this.mask = cap - 1;
-    this.cells = new Int32Array(cap * STRIDE);
-    this.picksArr = new Float64Array(Math.max(16, expected));
+/** murmur3's 32-bit finaliser over both halves: consecutive keys spread evenly. */
+const hash = (lo: number, hi: number): number => fmix32(lo ^ Math.imul(hi, 0x9e3779b1));
+
+export class PartitionedIntKeys {
+  private readonly bits: number;
+  private readonly parts: Int32Array[];
+  private readonly counts: Int32Array;
+  private cells = new Int32Array(0);
+  rows = 0;
+
+  /** `expectedRows`: the rows likely fed in all; it sets the number of partitions (a guess is fine). */
+  constructor(expectedRows: number) {
+    let bits = 0;
+    while (bits < MAX_BITS && expectedRows / 2 ** bits > PARTITION_ROWS) bits++;
+    this.bits = bits;
+    this.parts = Array.from({ length: 2 ** bits }, () => new Int32Array(0));
+    this.counts = new Int32Array(2 ** bits);
   }
 
-  get picks(): Float64Array {
-    return this.picksArr.subarray(0, this.size);
+  /** Feeds one row; for a key fed more than once the last row fed wins. */
+  add(lo: number, hi: number, source: number, row: number): void {
+    const p = this.bits === 0 ? 0 : hash(lo, hi) >>> (32 - this.bits);
+    let a = this.parts[p] as Int32Array;
+    const n = this.counts[p] as number;
+    if ((n + 1) * STRIDE > a.length) {
+      const grown = new Int32Array(Math.max(64, n * 2) * STRIDE);
+      grown.set(a);
+      this.parts[p] = a = grown;
+    }
+    const e = n * STRIDE;
+    a[e] = lo;
+    a[e + 1] = hi;
+    a[e + 2] = source;
+    a[e + 3] = row;
+    this.counts[p] = n + 1;
+    this.rows++;
   }
 
-  /** Sets the key's winner to `pick` (later calls win). */
-  set(lo: number, hi: number, pick: number): void {
-    const cells = this.cells;
-    let h = hash(lo, hi) & this.mask;
-    for (;;) {
-      const c = h * STRIDE;
-      const s = cells[c] as number;
-      if (s === EMPTY) break;
-      if (cells[c + 1] === lo && cells[c + 2] === hi) {
-        this.picksArr[s - 1] = pick;
-        return;
+  /**
+   * Marks keep[source][row] = 1 for the winning row of every key (the arrays start
+   * zeroed) and returns how many keys there are, yielding between partitions once
+   * about `sliceRows` rows were looked at.
+   */
+  *markWinners(keep: Uint8Array[], sliceRows: number): Generator<void, number> {
+    let keys = 0;
+    let sinceYield = 0;
+    for (let p = 0; p < this.parts.length; p++) {
+      const n = this.counts[p] as number;
+      if (n === 0) continue;
+      keys += this.markPartition(this.parts[p] as Int32Array, n, keep);
+      sinceYield += n;
+      if (sinceYield >= sliceRows) {
+        sinceYield = 0;
+        yield;
       }
-      h = (h + 1) & this.mask;
     }
-    if (this.size === this.picksArr.length) {
-      const grown = new Float64Array(this.picksArr.length * 2);
-      grown.set(this.picksArr);
-      this.picksArr = grown;
-    }
-    this.picksArr[this.size] = pick;
-    this.size++;
-    const c = h * STRIDE;
-    cells[c] = this.size;
-    cells[c + 1] = lo;
-    cells[c + 2] = hi;
-    if (this.size * 2 > this.mask + 1) this.rehash();
+    return keys;
   }
 
-  private rehash(): void {
-    const old = this.cells;
-    const cap = (this.mask + 1) * 2;
-    this.mask = cap - 1;
-    const cells = new Int32Array(cap * STRIDE);
-    for (let i = 0; i < old.length; i += STRIDE) {
-      const s = old[i] as number;
-      if (s === EMPTY) continue;
-      const lo = old[i + 1] as number;
-      const hi = old[i + 2] as number;
-      let h = hash(lo, hi) & this.mask;
-      while (cells[h * STRIDE] !== EMPTY) h = (h + 1) & this.mask;
-      const c = h * STRIDE;
-      cells[c] = s;
-      cells[c + 1] = lo;
-      cells[c + 2] = hi;
+  private markPartition(a: Int32Array, n: number, keep: Uint8Array[]): number {
+    let cap = 16;
+    while (cap < n * 2) cap *= 2;
+    if (this.cells.length < cap) this.cells = new Int32Array(cap);
+    const cells = this.cells;
+    const mask = cap - 1;
+    let keys = 0;
+    // Cells hold 1 + the entry of the key's newest row; entries come in the order fed.
+    for (let i = 0; i < n; i++) {
+      const e = i * STRIDE;
+      const lo = a[e] as number;
+      const hi = a[e + 1] as number;
+      let h = hash(lo, hi) & mask;
+      for (;;) {
+        const c = cells[h] as number;
+        if (c === 0) {
+          keys++;
+          break;
+        }
+        const o = (c - 1) * STRIDE;
+        if (a[o] === lo && a[o + 1] === hi) break;
+        h = (h + 1) & mask;
+      }
+      cells[h] = i + 1;
     }
-    this.cells = cells;
+    for (let h = 0; h < cap; h++) {
+      const c = cells[h] as number;
+      if (c === 0) continue;
+      const o = (c - 1) * STRIDE;
+      (keep[a[o + 2] as number] as Uint8Array)[a[o + 3] as number] = 1;
+      cells[h] = 0;
+    }
+    return keys;
   }
 }
-
-/** murmur3's 32-bit finaliser over both halves: consecutive keys spread over the table. */
-const hash = (lo: number, hi: number): number => fmix32(lo ^ Math.imul(hi, 0x9e3779b1));

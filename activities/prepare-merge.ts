@@ -154,7 +154,7 @@ export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, prog
     return { ...base, preparedPath: out, rows: done.table.numRows, bytes: done.bytes, resumedFromFile: total, resumedVia: 'batch', timings };
   }
 
-  const acc = new NewestRowPerKey(meta.key);
+  const acc = new NewestRowPerKey(meta.key, toSeq - fromSeq + 1);
   const resume = await resumePoint(l, meta.key, input, progress.previous);
   let next = fromSeq;
   let checkpointThroughSeq: number | undefined;

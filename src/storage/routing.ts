@@ -6,7 +6,14 @@
 // hash(shard, key). It does not depend on the order of `shards`, and adding a shard
 // moves only the keys the new shard wins.
 
-import { fmix32, fnv, FNV_OFFSET, FNV_PRIME } from '../hash32';
+import { fmix32 as importedFmix32, fnv, FNV_OFFSET, FNV_PRIME as IMPORTED_FNV_PRIME } from '../hash32';
+
+// Bound once here: run through tsx or any esbuild CommonJS output, every use of an
+// imported binding is a getter call on the other module's exports, and in the loop
+// below (every code unit of every key of a seal) that made a 150k-row seal's routing
+// check 70 ms instead of ~15.
+const fmix32 = importedFmix32;
+const FNV_PRIME = IMPORTED_FNV_PRIME;
 
 export type Key = string | number | bigint;
 
