@@ -1,5 +1,5 @@
 import { arrow, type ArrowTable, type RecordBatch, type Schema, type Vector } from '../src/storage/arrow';
-import { gatherColumn, SHIFT } from './gather';
+import { takeRows } from './take-rows';
 import { PartitionedIntKeys } from './int-key-table';
 
 // Deduplication for a merge: feed tables in seq order; for every key the row fed last
@@ -8,6 +8,9 @@ import { PartitionedIntKeys } from './int-key-table';
 // inserts it twice (an unmatched one).
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** A row of the Map path is kept as source * SHIFT + row. */
+const SHIFT = 2 ** 32;
 
 /** Rows hashed between two yields of addYielding: a few ms of work. */
 const SLICE_ROWS = 16_384;
@@ -212,7 +215,7 @@ export class NewestRowPerKey {
       const columns: Record<string, Vector> = {};
       for (const field of schema.fields) {
         if (Object.keys(columns).length > 0) yield;
-        columns[field.name] = gatherColumn(field, [source.getChild(field.name)!], rows);
+        columns[field.name] = takeRows(field, source.getChild(field.name)!, rows);
       }
       // new Table(columns) aligns chunk boundaries across columns.
       for (const b of new arrow.Table(columns).batches) batches.push(new arrow.RecordBatch(schema, b.data));
