@@ -47,6 +47,26 @@ describe('checksum embedded in Arrow IPC files', () => {
     );
   });
 
+  it('a file of over 1 MiB carries the sha256 of its bytes with the digest zeroed and refuses a changed byte', async () => {
+    const file = path.join(dir, `${n++}.arrow`);
+    const rows = 40_000; // ~1.3 MiB
+    await writeIpcFileAtomic(file, tableOf(Array.from({ length: rows }, (_, i) => i), Array.from({ length: rows }, (_, i) => `value ${i} `.padEnd(24, '.'))));
+    const bytes = fs.readFileSync(file);
+    expect(bytes.byteLength).toBeGreaterThan(1 << 20);
+    expect((await readIpcFile(file)).numRows).toBe(rows);
+    // The digest in the file is sha256 over the file with its copies zeroed, however computed.
+    const { createHash } = await import('node:crypto');
+    const digest = arrow.tableFromIPC(bytes).schema.metadata.get(CHECKSUM_KEY)!;
+    const zeroed = Buffer.from(bytes.toString('latin1').split(digest).join('0'.repeat(64)), 'latin1');
+    expect(createHash('sha256').update(zeroed).digest('hex')).toBe(digest);
+    for (const at of [bytes.byteLength >> 1, 100, bytes.byteLength - 200]) {
+      const bad = Buffer.from(bytes);
+      bad[at] = bad[at]! ^ 1;
+      fs.writeFileSync(file, bad);
+      await expect(readIpcFile(file)).rejects.toBeInstanceOf(CorruptArrowFileError);
+    }
+  });
+
   it('files from before, with a sidecar and no embedded checksum, are still verified by the sidecar', async () => {
     const file = path.join(dir, `${n++}.arrow`);
     const bytes = arrow.tableToIPC(tableOf([1], ['legacy']), 'file');
