@@ -27,7 +27,6 @@ export class PartitionedIntKeys {
   private readonly parts: Int32Array[];
   private readonly counts: Int32Array;
   private cells = new Int32Array(0);
-  rows = 0;
 
   /** `expectedRows`: the rows likely fed in all; it sets the number of partitions (a guess is fine). */
   constructor(expectedRows: number) {
@@ -54,7 +53,6 @@ export class PartitionedIntKeys {
     a[e + 2] = source;
     a[e + 3] = row;
     this.counts[p] = n + 1;
-    this.rows++;
   }
 
   /**
