@@ -1,4 +1,5 @@
 import type { AdmissionDeps } from './admission';
+import type { DedupThreads } from './dedup-threads';
 import type { OneAtATime } from './one-at-a-time';
 import type { PreparedCache } from './prepared-cache';
 
@@ -41,6 +42,10 @@ export interface ActivityDeps {
   preparedCacheBytes?: number;
   /** Orders preparations of one table on this worker (one-at-a-time.ts; createActivities makes one). */
   preparations?: OneAtATime;
+  /** Threads for the CPU work of preparations (dedup-threads.ts; createActivities takes the process's unless `dedupThreadCount` is 0). */
+  dedupThreads?: DedupThreads;
+  /** How many dedup threads the process's pool has when this makes it (default: cores - 1, in [1, 4]); 0 runs preparations on the worker's own thread. */
+  dedupThreadCount?: number;
   /** Admission by reserved bytes (activities/admission.ts); absent: activities run unreserved (tests). */
   admission?: AdmissionDeps;
 }

@@ -1,8 +1,9 @@
 // Preparations of one table, in one worker process, run one at a time in arrival order.
 //
-// Why: a preparation's work (hashing keys, gathering columns, encoding) runs on the
-// worker's one JavaScript thread. Two preparations of one table interleaved there do
-// not finish sooner together; each finishes about when both are done. And a table
+// Why: a preparation's work (hashing keys, gathering columns, encoding) runs on one
+// JavaScript thread: a dedup thread (dedup-threads.ts; one on a two-core machine) or the
+// worker's own. Two preparations of one table interleaved there do not finish sooner
+// together; each finishes about when both are done. And a table
 // commits one unit at a time, so the one that finishes first is the one that can take
 // the turn: interleaved, the table's next commit waits for both. Measured (bench
 // merge-throughput, 2 x 5 x 100k, bench/README.md) as the first commit starting later

@@ -1,6 +1,7 @@
 import { Context } from '@temporalio/activity';
-import { readIpcFile, readIpcFileBytes, writeIpcFileAtomic, writeIpcFileKeepingBytes, CorruptArrowFileError, type ArrowTable } from '../src/storage/arrow';
-import { withScratch, type Alloc } from '../src/storage/scratch';
+import { checksumProblem, readIpcFile, readIpcFileBytes, writeIpcFileAtomic, writeIpcFileKeepingBytes, CorruptArrowFileError, type ArrowTable } from '../src/storage/arrow';
+import { withScratch, withSharedScratch, type Alloc } from '../src/storage/scratch';
+import { notFound } from '../src/storage/storage';
 import { readSealed, readShardSealed } from '../src/storage/generation-store';
 import { readGcFloor } from '../src/storage/gc-floor';
 import { generationFile, parsePreparedName, preparedFile, tableLayout, type TableLayout } from '../src/storage/layout';
@@ -9,12 +10,17 @@ import { readTableMeta } from '../src/storage/table-meta';
 import { boundMergeRange, holdingWhileWaiting, prepareReservation, withReservation } from './admission';
 import type { PrepareMergeInput, PrepareMergeResult, PreparedMerge, PrepareTimings, Progress } from './contract';
 import type { ActivityDeps } from './deps';
+import type { DedupReply } from './dedup-protocol';
+import type { DedupJob, DedupThreads } from './dedup-threads';
 import { fail, isNotFound } from './failures';
 import { NewestRowPerKey } from './newest-row-per-key';
 import { ProgressReporter } from './progress';
 import { generationProblem } from './validate-generation';
 
 // Preparation of a merge: never touches the base table, so it runs outside the turn.
+// Several generations are checksummed, deduplicated and encoded on a dedup thread
+// (dedup-threads.ts) while this thread reads the files and reports progress; one
+// generation (usually its own batch, nothing to encode) and a resumed retry run here.
 //
 // What resumes on a retry (any attempt, in fact, since the outputs are deterministic
 // functions of immutable generations):
@@ -67,11 +73,113 @@ async function readGeneration(file: string, shard: string, seq: number, sealedTh
   try {
     return await readIpcFileBytes(file, alloc ? { alloc } : {});
   } catch (err) {
-    if (isNotFound(err)) {
-      throw fail('MissingGeneration', `generation ${file} (shard ${shard} seq ${seq}) is missing, though the shard is sealed through ${sealedThrough}`);
-    }
-    if (err instanceof CorruptArrowFileError) throw fail('CorruptGeneration', `corrupt generation ${err.message}`);
-    throw err;
+    throw readFailure(err, file, shard, seq, sealedThrough);
+  }
+}
+
+/** A generation's read error as the activity's failure: missing and corrupt files are the operator's to see. */
+function readFailure(err: unknown, file: string, shard: string, seq: number, sealedThrough: number): unknown {
+  if (isNotFound(err)) return fail('MissingGeneration', `generation ${file} (shard ${shard} seq ${seq}) is missing, though the shard is sealed through ${sealedThrough}`);
+  if (err instanceof CorruptArrowFileError) return fail('CorruptGeneration', `corrupt generation ${err.message}`);
+  return err;
+}
+
+/** A generation's bytes in shared memory from `alloc` (a backend that does not read into it is copied). */
+async function readShared(file: string, alloc: Alloc): Promise<Buffer> {
+  const buf = await storageOf(file).read(file, alloc);
+  if (buf === null) throw notFound(file);
+  if (buf.buffer instanceof SharedArrayBuffer) return buf;
+  const copy = alloc(buf.byteLength);
+  buf.copy(copy);
+  return copy;
+}
+
+/** Adds a generation to a thread's dedup, checking it as readIpcFileBytes would (a legacy sidecar checksum is checked here). */
+async function addOnThread(job: DedupJob, file: string, seq: number, bytes: Buffer): Promise<Extract<DedupReply, { kind: 'added' }>> {
+  let r = await job.add(file, seq, bytes);
+  if (r.kind === 'no-checksum') {
+    const problem = await checksumProblem(file, bytes, true);
+    r = problem ? { kind: 'corrupt', reason: problem } : await job.add(file, seq, bytes, true);
+  }
+  if (r.kind === 'added') return r;
+  if (r.kind === 'corrupt') throw new CorruptArrowFileError(file, r.reason);
+  if (r.kind === 'invalid') throw fail('InvalidGeneration', `invalid generation ${file}: ${r.problem}`);
+  throw new Error(`dedup thread: ${r.kind === 'error' ? r.message : `unexpected ${r.kind} reply to add`}`);
+}
+
+/** The winners so far as IPC file bytes of their own, or null when there are none. */
+async function buildOnThread(job: DedupJob): Promise<Extract<DedupReply, { kind: 'built' }> & { bytes: Buffer | null }> {
+  const r = await job.build();
+  if (r.kind !== 'built') throw new Error(`dedup thread: ${r.kind === 'error' ? r.message : `unexpected ${r.kind} reply to build`}`);
+  return { ...r, bytes: r.ipc ? Buffer.from(r.ipc.buffer, r.ipc.byteOffset, r.ipc.byteLength) : null };
+}
+
+interface ThreadPrep {
+  l: TableLayout;
+  key: string;
+  shard: string;
+  fromSeq: number;
+  toSeq: number;
+  next: number;
+  sealedThroughSeq: number;
+  out: string;
+  base: { shard: string; fromSeq: number; toSeq: number; attempt: number };
+  resumedFromFile: number;
+}
+
+/**
+ * prepare()'s read, dedup and encode of several generations, with the CPU work on a
+ * dedup thread (dedup-threads.ts): this thread only reads the files (into shared
+ * memory, lent until the job ends), reports progress and writes what comes back.
+ * Checkpoints as in prepare(); a retry that resumes from one runs in this thread.
+ */
+async function prepareOnThread(deps: ActivityDeps, threads: DedupThreads, c: ThreadPrep, progress: ProgressReporter): Promise<PreparedMerge> {
+  const { l, shard, fromSeq, toSeq } = c;
+  const job = threads.job(c.key, toSeq - c.next + 1);
+  try {
+    return await withSharedScratch(async (alloc) => {
+      const timings = { readMs: 0, dedupeMs: 0, encodeMs: 0 };
+      const checkpointMs = (deps.prepareCheckpointSecs ?? 10) * 1000;
+      let lastCheckpoint = Date.now();
+      let checkpointThroughSeq: number | undefined;
+      for (let seq = c.next; seq <= toSeq; seq++) {
+        const file = generationFile(l, shard, seq);
+        const t = performance.now();
+        let added: Extract<DedupReply, { kind: 'added' }>;
+        try {
+          added = await addOnThread(job, file, seq, await readShared(file, alloc));
+        } catch (err) {
+          throw readFailure(err, file, shard, seq, c.sealedThroughSeq);
+        }
+        timings.readMs += performance.now() - t - added.dedupeMs;
+        timings.dedupeMs += added.dedupeMs;
+        progress.report({ phase: 'read', filesRead: seq - fromSeq + 1, rowsRead: added.rowsRead, ...(checkpointThroughSeq ? { checkpointThroughSeq } : {}) });
+        await progress.point('read');
+        if (seq < toSeq && Date.now() - lastCheckpoint >= checkpointMs) {
+          const partial = await buildOnThread(job);
+          if (partial.bytes) {
+            await storageOf(c.out).put(preparedFile(l, shard, fromSeq, seq), partial.bytes, DERIVED);
+            checkpointThroughSeq = seq;
+            progress.report({ phase: 'read', filesRead: seq - fromSeq + 1, rowsRead: added.rowsRead, checkpointThroughSeq });
+          }
+          lastCheckpoint = Date.now();
+        }
+      }
+      progress.report({ phase: 'encode', bytesWritten: 0 });
+      await progress.point('encode');
+      const built = await buildOnThread(job);
+      timings.dedupeMs += built.dedupeMs;
+      const done = { resumedFromFile: c.resumedFromFile, resumedVia: null };
+      if (!built.bytes) return { ...c.base, preparedPath: null, rows: 0, bytes: 0, ...done, timings: rounded(timings) };
+      const t = performance.now();
+      await storageOf(c.out).put(c.out, built.bytes, DERIVED);
+      deps.preparedCache?.put(c.out, built.bytes);
+      timings.encodeMs += built.encodeMs + performance.now() - t;
+      progress.report({ phase: 'encode', bytesWritten: built.bytes.byteLength });
+      return { ...c.base, preparedPath: c.out, rows: built.rows, bytes: built.bytes.byteLength, ...done, timings: rounded(timings) };
+    });
+  } finally {
+    job.end();
   }
 }
 
@@ -171,6 +279,11 @@ export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, prog
   if (gcFloor >= next) {
     deps.log?.(`prepareMerge ${table}/${shard} ${fromSeq}..${toSeq}: seq ${next}..${Math.min(gcFloor, toSeq)} merged and collected before, skipped`);
     next = gcFloor + 1;
+  }
+
+  if (deps.dedupThreads && !resume && toSeq > next) {
+    const c = { l, key: meta.key, shard, fromSeq, toSeq, next, sealedThroughSeq: sealed.sealedThroughSeq, out, base, resumedFromFile };
+    return prepareOnThread(deps, deps.dedupThreads, c, progress);
   }
 
   // Several generations are read into reused memory (scratch.ts: a new buffer per file

@@ -16,6 +16,8 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const DIST = path.join(root, 'dist');
 export const CLI_JS = path.join(DIST, 'cli.js');
+// A worker's dedup threads run this script (activities/dedup-threads.ts looks for it beside cli.js).
+const THREAD_JS = path.join(DIST, 'dedup-thread.js');
 const STAMP = path.join(DIST, 'cli.stamp');
 const SOURCE_DIRS = ['src', 'workflows', 'activities'];
 const SOURCE_FILES = ['package.json', 'tsconfig.json', 'scripts/build.mjs'];
@@ -48,7 +50,7 @@ export function sourceStamp() {
 
 function isFresh(stamp) {
   try {
-    return fs.readFileSync(STAMP, 'utf8') === stamp && fs.existsSync(CLI_JS);
+    return fs.readFileSync(STAMP, 'utf8') === stamp && fs.existsSync(CLI_JS) && fs.existsSync(THREAD_JS);
   } catch {
     return false;
   }
@@ -61,13 +63,13 @@ function writeAtomic(file, text) {
   fs.renameSync(tmp, file);
 }
 
-/** Builds dist/cli.js. The stamp is taken before reading, so a source edited meanwhile rebuilds next time. */
+/** Builds dist/cli.js and dist/dedup-thread.js. The stamp is taken before reading, so a source edited meanwhile rebuilds next time. */
 export async function build() {
   const stamp = sourceStamp();
   const esbuild = await import('esbuild');
   const r = await esbuild.build({
-    entryPoints: [path.join(root, 'src', 'cli', 'main.ts')],
-    outfile: CLI_JS,
+    entryPoints: { cli: path.join(root, 'src', 'cli', 'main.ts'), 'dedup-thread': path.join(root, 'activities', 'dedup-thread.ts') },
+    outdir: DIST,
     bundle: true,
     platform: 'node',
     format: 'cjs',
@@ -80,10 +82,9 @@ export async function build() {
     logLevel: 'silent',
   });
   fs.mkdirSync(DIST, { recursive: true });
-  const map = r.outputFiles.find((f) => f.path.endsWith('.map'));
-  const js = r.outputFiles.find((f) => f.path.endsWith('.js'));
-  if (map) writeAtomic(map.path, map.contents);
-  writeAtomic(js.path, js.contents);
+  // Maps and the thread's script first: cli.js appearing is what a concurrent start waits for.
+  const outputs = r.outputFiles.sort((a, b) => Number(a.path === CLI_JS) - Number(b.path === CLI_JS));
+  for (const f of outputs) writeAtomic(f.path, f.contents);
   writeAtomic(STAMP, stamp);
 }
 

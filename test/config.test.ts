@@ -73,4 +73,17 @@ describe('config loader', () => {
     }
     expect(budget({}, { worker: { memoryBudgetBytes: -1 } })).toContain('worker.memoryBudgetBytes: must be a byte count > 0');
   });
+
+  test('dedup threads: absent (the worker picks from its cores), 0..16 from the file or TURNSTILE_DEDUP_THREADS, anything else named with its range', () => {
+    const threads = (env: Record<string, string>, file?: unknown) => {
+      const r = loadConfig(env, file);
+      return r.ok ? r.config.worker.dedupThreads : r.error;
+    };
+    expect(threads({})).toBeUndefined();
+    expect(threads({ TURNSTILE_DEDUP_THREADS: '0' })).toBe(0);
+    expect(threads({}, { worker: { dedupThreads: 3 } })).toBe(3);
+    expect(threads({ TURNSTILE_DEDUP_THREADS: '2' }, { worker: { dedupThreads: 3 } })).toBe(2);
+    for (const bad of ['-1', '17', '1.5', 'two']) expect(threads({ TURNSTILE_DEDUP_THREADS: bad })).toMatch(/^worker\.dedupThreads: must be an integer in \[0, 16\]/);
+    expect(threads({}, { worker: { dedupThreads: 2.5 } })).toMatch(/^worker\.dedupThreads: must be an integer in \[0, 16\]/);
+  });
 });

@@ -66,7 +66,7 @@ export async function dev(p: Parsed): Promise<void> {
   for (let i = 0; i < workerCount; i++) {
     const { worker, connection, unregister } = await createWorker({
       ...config.temporal,
-      deps: { dataRoot: config.dataRoot, prepareCheckpointSecs: config.worker.prepareCheckpointSecs },
+      deps: { dataRoot: config.dataRoot, prepareCheckpointSecs: config.worker.prepareCheckpointSecs, ...(config.worker.dedupThreads === undefined ? {} : { dedupThreadCount: config.worker.dedupThreads }) },
       maxConcurrentActivities: config.worker.maxConcurrentActivities,
       shutdownGraceSecs: config.worker.shutdownGraceSecs,
       identity: `turnstile-dev-${process.pid}-${i}`,

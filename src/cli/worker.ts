@@ -23,7 +23,7 @@ export async function worker(_p: Parsed): Promise<void> {
   const budget = config.worker.memoryBudgetBytes ?? defaultBudgetBytes();
   const { worker, connection, memory, identity, unregister } = await createWorker({
     ...config.temporal,
-    deps: { dataRoot: config.dataRoot, prepareCheckpointSecs: config.worker.prepareCheckpointSecs },
+    deps: { dataRoot: config.dataRoot, prepareCheckpointSecs: config.worker.prepareCheckpointSecs, ...(config.worker.dedupThreads === undefined ? {} : { dedupThreadCount: config.worker.dedupThreads }) },
     maxConcurrentActivities: config.worker.maxConcurrentActivities,
     shutdownGraceSecs: config.worker.shutdownGraceSecs,
     memoryBudgetBytes: budget,

@@ -24,6 +24,10 @@ export const configSchema = z
         maxConcurrentActivities: z.number().int().min(1, { message: 'must be an integer in [1, 256]' }).max(256, { message: 'must be an integer in [1, 256]' }).default(DEFAULT_ACTIVITY_SLOTS),
         shutdownGraceSecs: z.number().int().min(0, { message: 'must be an integer in [0, 600]' }).max(600, { message: 'must be an integer in [0, 600]' }).default(30),
         prepareCheckpointSecs: z.number().min(0, { message: 'must be a number in [0, 3600]' }).max(3600, { message: 'must be a number in [0, 3600]' }).default(10),
+        // Absent: one fewer than the cores, in [1, 4] (resolved where the worker starts: os is not pure). 0: on the worker's own thread.
+        dedupThreads: z
+          .preprocess((v) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v), z.number({ invalid_type_error: 'must be an integer in [0, 16] (env TURNSTILE_DEDUP_THREADS)' }).int({ message: 'must be an integer in [0, 16]' }).min(0, { message: 'must be an integer in [0, 16]' }).max(16, { message: 'must be an integer in [0, 16]' }))
+          .optional(),
         // Port 0 picks a free port (printed at start), so several workers on one host never collide.
         metricsAddress: z
           .string()
@@ -48,7 +52,7 @@ export const configSchema = z
 export interface Config {
   temporal: { address: string; namespace: string; taskQueue: string };
   dataRoot: string;
-  worker: { maxConcurrentActivities: number; shutdownGraceSecs: number; prepareCheckpointSecs: number; metricsAddress: string; memoryBudgetBytes?: number | undefined };
+  worker: { maxConcurrentActivities: number; shutdownGraceSecs: number; prepareCheckpointSecs: number; dedupThreads?: number | undefined; metricsAddress: string; memoryBudgetBytes?: number | undefined };
   policy: Policy;
 }
 
@@ -60,6 +64,7 @@ export const ENV_KEYS: Record<string, string[]> = {
   TURNSTILE_DATA: ['dataRoot'],
   TURNSTILE_METRICS_ADDRESS: ['worker', 'metricsAddress'],
   TURNSTILE_WORKER_MEMORY: ['worker', 'memoryBudgetBytes'],
+  TURNSTILE_DEDUP_THREADS: ['worker', 'dedupThreads'],
 };
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; error: string };

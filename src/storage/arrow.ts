@@ -104,30 +104,48 @@ export async function readIpcFile(file: string, opts: ReadIpcOptions = {}): Prom
   return (await readIpcFileBytes(file, opts)).table;
 }
 
-/** readIpcFile, also returning the file's bytes (the table's columns are views into them). */
-export async function readIpcFileBytes(file: string, opts: ReadIpcOptions = {}): Promise<{ table: ArrowTable; bytes: Buffer }> {
-  const buf = await storageOf(file).read(file, opts.alloc);
-  if (buf === null) throw notFound(file);
+/** What is wrong with the bytes' shape as an IPC file (size, magic at both ends), or null. */
+export function ipcShapeProblem(buf: Buffer): string | null {
   // Smallest valid file: magic + padding (8) + footer length (4) + magic (6).
-  if (buf.byteLength < 18) throw new CorruptArrowFileError(file, `only ${buf.byteLength} bytes`);
-  if (!buf.subarray(0, 6).equals(MAGIC)) throw new CorruptArrowFileError(file, 'no leading ARROW1 magic');
-  if (!buf.subarray(buf.byteLength - 6).equals(MAGIC)) {
-    throw new CorruptArrowFileError(file, 'no trailing ARROW1 magic: truncated');
-  }
-  // Checked before decoding: Arrow's decoder can spin for seconds on a damaged length.
-  let changed = embeddedChecksumProblem(buf);
-  if (changed === undefined) changed = await sidecarProblem(file, buf);
-  if (changed === undefined && opts.checksum !== 'optional') changed = `no checksum (${CHECKSUM_KEY} metadata or ${basenameLoc(checksumFile(file))}): damaged, or not written by Turnstile`;
-  if (changed) throw new CorruptArrowFileError(file, changed);
+  if (buf.byteLength < 18) return `only ${buf.byteLength} bytes`;
+  if (!buf.subarray(0, 6).equals(MAGIC)) return 'no leading ARROW1 magic';
+  if (!buf.subarray(buf.byteLength - 6).equals(MAGIC)) return 'no trailing ARROW1 magic: truncated';
+  return null;
+}
+
+/** Decodes bytes whose checksum was verified: the table without its checksum key, or why it cannot be read. */
+export function decodeVerifiedIpc(buf: Buffer): { table: ArrowTable } | { problem: string } {
   let table: ArrowTable;
   try {
     table = arrow.tableFromIPC(buf);
   } catch (err) {
-    throw new CorruptArrowFileError(file, err instanceof Error ? err.message : String(err));
+    return { problem: err instanceof Error ? err.message : String(err) };
   }
   table = withoutChecksum(arrow, table);
-  if (table.schema.fields.length === 0) throw new CorruptArrowFileError(file, 'no columns');
-  return { table, bytes: buf };
+  if (table.schema.fields.length === 0) return { problem: 'no columns' };
+  return { table };
+}
+
+/** The checksum problem of a file's bytes (embedded, else its legacy sidecar), or null; `required` refuses a file with neither. */
+export async function checksumProblem(file: string, buf: Buffer, required: boolean): Promise<string | null> {
+  let changed = embeddedChecksumProblem(buf);
+  if (changed === undefined) changed = await sidecarProblem(file, buf);
+  if (changed === undefined && required) changed = `no checksum (${CHECKSUM_KEY} metadata or ${basenameLoc(checksumFile(file))}): damaged, or not written by Turnstile`;
+  return changed ?? null;
+}
+
+/** readIpcFile, also returning the file's bytes (the table's columns are views into them). */
+export async function readIpcFileBytes(file: string, opts: ReadIpcOptions = {}): Promise<{ table: ArrowTable; bytes: Buffer }> {
+  const buf = await storageOf(file).read(file, opts.alloc);
+  if (buf === null) throw notFound(file);
+  const shape = ipcShapeProblem(buf);
+  if (shape) throw new CorruptArrowFileError(file, shape);
+  // Checked before decoding: Arrow's decoder can spin for seconds on a damaged length.
+  const changed = await checksumProblem(file, buf, opts.checksum !== 'optional');
+  if (changed) throw new CorruptArrowFileError(file, changed);
+  const decoded = decodeVerifiedIpc(buf);
+  if ('problem' in decoded) throw new CorruptArrowFileError(file, decoded.problem);
+  return { table: decoded.table, bytes: buf };
 }
 
 /** The table of IPC file bytes this process encoded itself (no checks: they never left memory). */

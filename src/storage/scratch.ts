@@ -5,31 +5,45 @@
 // it was half of a 100k-row seal. A buffer is lent for the length of one callback and
 // must not be kept past it.
 
-/** Buffers kept between uses, at most this many bytes in all: bounds what a writer process holds on to. */
+/** Buffers kept between uses, at most this many bytes per pool: bounds what a writer process holds on to. */
 const KEEP_BYTES = 64 * 2 ** 20;
-const free: Buffer[] = [];
 
 export type Alloc = (bytes: number) => Buffer;
 
+interface Pool {
+  free: Buffer[];
+  make: (bytes: number) => Buffer;
+}
+
+const plain: Pool = { free: [], make: (n) => Buffer.allocUnsafeSlow(n) };
+// Memory a dedup thread reads without a copy (activities/dedup-threads.ts).
+const shared: Pool = { free: [], make: (n) => Buffer.from(new SharedArrayBuffer(n)) };
+
 /** Calls `fn` with an allocator whose buffers are valid until `fn`'s promise settles. */
-export async function withScratch<T>(fn: (alloc: Alloc) => Promise<T>): Promise<T> {
+export const withScratch = <T>(fn: (alloc: Alloc) => Promise<T>): Promise<T> => lend(plain, fn);
+
+/** withScratch, in memory shared with worker threads (SharedArrayBuffer): lent to them too for the length of `fn`. */
+export const withSharedScratch = <T>(fn: (alloc: Alloc) => Promise<T>): Promise<T> => lend(shared, fn);
+
+async function lend<T>(pool: Pool, fn: (alloc: Alloc) => Promise<T>): Promise<T> {
   const lent: Buffer[] = [];
   const alloc: Alloc = (bytes) => {
-    const at = free.findIndex((b) => b.byteLength >= bytes);
+    const at = pool.free.findIndex((b) => b.byteLength >= bytes);
     // Rounded up so that the next, slightly larger file of a stream still fits.
-    const buf = at >= 0 ? free.splice(at, 1)[0]! : Buffer.allocUnsafeSlow(Math.ceil((bytes * 1.25) / 65536) * 65536);
+    const buf = at >= 0 ? pool.free.splice(at, 1)[0]! : pool.make(Math.ceil((bytes * 1.25) / 65536) * 65536);
     lent.push(buf);
     return buf.subarray(0, bytes);
   };
   try {
     return await fn(alloc);
   } finally {
-    for (const b of lent) keep(b);
+    for (const b of lent) keep(pool, b);
   }
 }
 
-function keep(buf: Buffer): void {
+function keep(pool: Pool, buf: Buffer): void {
   if (buf.byteLength > KEEP_BYTES) return;
+  const free = pool.free;
   free.push(buf);
   free.sort((a, b) => a.byteLength - b.byteLength);
   // Over the bound: drop the smallest first, the big ones are the costly ones to fault in.
@@ -49,4 +63,4 @@ export function joinInto(chunks: readonly Uint8Array[], alloc: Alloc): Buffer {
 }
 
 /** Bytes currently kept for reuse (tests). */
-export const scratchKeptBytes = (): number => free.reduce((n, b) => n + b.byteLength, 0);
+export const scratchKeptBytes = (): number => [...plain.free, ...shared.free].reduce((n, b) => n + b.byteLength, 0);

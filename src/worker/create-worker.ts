@@ -1,5 +1,7 @@
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { availableParallelism } from 'node:os';
 import { activityInterceptors, createActivities, type ActivityDeps } from '../../activities';
+import { defaultDedupThreads, processDedupThreads } from '../../activities/dedup-threads';
 import { WORKFLOWS_PATH } from '../paths';
 import { installQuietRuntime } from './runtime';
 import { defaultIdentity, fleetMemory, type FleetMemory } from './fleet-memory';
@@ -55,7 +57,15 @@ export async function createWorker(opts: WorkerOptions): Promise<CreatedWorker> 
   const identity = opts.identity ?? defaultIdentity();
   const slots = opts.maxConcurrentActivities ?? DEFAULT_ACTIVITY_SLOTS;
   const memory = opts.memoryBudgetBytes === undefined ? undefined : fleetMemory({ budgetBytes: opts.memoryBudgetBytes, dataRoot: opts.deps.dataRoot, maxSlots: slots });
-  const deps = memory ? { ...opts.deps, admission: memory.admission, preparedCacheBytes: memory.cacheBytes } : opts.deps;
+  // Started (and warmed up) beside the connection and the bundle, before the worker polls.
+  const count = opts.deps.dedupThreadCount ?? defaultDedupThreads(availableParallelism());
+  const threads = opts.deps.dedupThreads ?? (count > 0 ? processDedupThreads(count) : undefined);
+  // Settled to a value, so a failure waits for the await below instead of being unhandled meanwhile.
+  const started = threads?.start().then(
+    () => null,
+    (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
+  );
+  const deps = { ...opts.deps, ...(threads ? { dedupThreads: threads } : {}), ...(memory ? { admission: memory.admission, preparedCacheBytes: memory.cacheBytes } : {}) };
   // TLS / mTLS and the API key from the environment, as every Turnstile process.
   const connection = await NativeConnection.connect({ address: opts.address, ...connectionSecurity() });
   const worker = await Worker.create({
@@ -75,6 +85,8 @@ export async function createWorker(opts: WorkerOptions): Promise<CreatedWorker> 
     identity,
   });
   await warm;
+  const threadFailure = await started;
+  if (threadFailure) throw new Error(`worker: dedup threads did not start: ${threadFailure.message}`);
   const unregister = memory?.register(identity, opts.taskQueue) ?? (async () => undefined);
   return { worker, connection, identity, unregister, ...(memory ? { memory } : {}) };
 }

@@ -7,14 +7,14 @@ import { generationFile, preparedFile, tableLayout } from '../../src/storage/lay
 import { settleSealedHints } from '../../src/storage/sealed-hint';
 import { generateRows } from '../../src/writer';
 import { PreparedCache } from '../../activities/prepared-cache';
-import { withScratch } from '../../src/storage/scratch';
+import { withScratch, withSharedScratch } from '../../src/storage/scratch';
 import { makeFixture, run, sealMany, start, type Fixture } from './helpers';
 
 let f: Fixture;
-beforeEach(async () => {
-  f = await makeFixture({ shards: 2 });
-});
 afterEach(() => f.cleanup());
+
+// Each case runs both ways a worker prepares: on a dedup thread (the default) and on the worker's own thread.
+const MODES = [['on a dedup thread', 1], ['on the worker thread', 0]] as const;
 
 const input = (fromSeq: number, toSeq: number, shard = 's0') => ({ table: f.table, key: 'id', shard, fromSeq, toSeq });
 
@@ -27,7 +27,10 @@ async function failure(p: Promise<unknown>): Promise<ApplicationFailure> {
   return err as ApplicationFailure;
 }
 
-describe('prepareMerge', () => {
+describe.each(MODES)('prepareMerge %s', (_mode, dedupThreadCount) => {
+  beforeEach(async () => {
+    f = await makeFixture({ shards: 2, deps: { dedupThreadCount } });
+  });
   it('keeps the newest row per key, in one prepared batch, reporting read then encode progress', async () => {
     const k = generateRows({ keys: [0, 50], shard: 's0', shards: f.shards }).map((r) => r.id);
     const [a, b, c] = k as [number, number, number];
@@ -158,7 +161,7 @@ describe('prepareMerge', () => {
   });
 
   it('a retry resumes reading after the last checkpoint', async () => {
-    const cf = await makeFixture({ shards: 2, deps: { prepareCheckpointSecs: 0 } });
+    const cf = await makeFixture({ shards: 2, deps: { prepareCheckpointSecs: 0, dedupThreadCount } });
     try {
       await sealMany(cf, 's0', 5, 30);
       // Attempt 1 freezes after reading file 3 (checkpoints after files 1 and 2 exist), then is cancelled.
@@ -169,6 +172,7 @@ describe('prepareMerge', () => {
       const acts = createActivities({
         dataRoot: cf.root,
         prepareCheckpointSecs: 0,
+        dedupThreadCount,
         faults: {
           freezeProgress: (pt) => {
             if (pt.attempt !== 1 || pt.phase !== 'read' || ++filesSeen !== 3) return;
@@ -200,7 +204,7 @@ describe('prepareMerge', () => {
       const a4 = await lost.result;
       expect(a4.resumedVia).toBe('scan');
       expect(a4.resumedFromFile).toBeGreaterThanOrEqual(3);
-      const fresh = await makeFixture({ shards: 2 });
+      const fresh = await makeFixture({ shards: 2, deps: { dedupThreadCount } });
       try {
         await sealMany(fresh, 's0', 5, 30);
         const direct = await run(fresh.acts.prepareMerge, [{ table: fresh.table, key: 'id', shard: 's0', fromSeq: 1, toSeq: 5 }]);
@@ -216,10 +220,10 @@ describe('prepareMerge', () => {
   });
 });
 
-describe('prepareMerge reads several generations into reused memory', () => {
+describe.each(MODES)('prepareMerge %s reads several generations into reused memory', (_mode, dedupThreadCount) => {
   it('the batch it keeps for the commit owns its memory: scratch reused afterwards changes none of it', async () => {
     const cache = new PreparedCache(256 * 2 ** 20);
-    const g = await makeFixture({ shards: 1, deps: { preparedCache: cache } });
+    const g = await makeFixture({ shards: 1, deps: { preparedCache: cache, dedupThreadCount } });
     try {
       await sealMany(g, 's0', 5, 500);
       // Several generations (read into scratch, copied out by the dedupe), and one (its own
@@ -230,9 +234,11 @@ describe('prepareMerge reads several generations into reused memory', () => {
       const rowsOf = (t: typeof kept): string => t.toArray().map((r) => `${r.id}:${r.value}:${r._seq}`).sort().join(',');
       const before = rowsOf(kept);
       // Lend (and scribble over) every kept scratch buffer, as the next preparation would.
-      await withScratch(async (alloc) => {
-        for (let i = 0; i < 64; i++) new Uint8Array(alloc(1).buffer).fill(0xa5);
-      });
+      for (const lend of [withScratch, withSharedScratch]) {
+        await lend(async (alloc) => {
+          for (let i = 0; i < 64; i++) new Uint8Array(alloc(1).buffer).fill(0xa5);
+        });
+      }
       expect(rowsOf(kept)).toBe(before);
       expect(rowsOf(kept)).toBe(rowsOf(await readIpcFile(p.preparedPath!)));
       expect(kept.numRows).toBeGreaterThanOrEqual(500);

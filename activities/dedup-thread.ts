@@ -1,0 +1,97 @@
+import { parentPort } from 'node:worker_threads';
+import { decodeVerifiedIpc, encodeIpcFile, ipcShapeProblem } from '../src/storage/arrow';
+import { embeddedChecksumProblem } from '../src/storage/ipc-checksum';
+import type { DedupReply, DedupRequest } from './dedup-protocol';
+import { NewestRowPerKey } from './newest-row-per-key';
+import { generationProblem } from './validate-generation';
+import { tableFromRows, withSeqColumn } from '../src/storage/records';
+
+// The body of a dedup thread (dedup-threads.ts starts it): it checksums, decodes,
+// deduplicates and encodes the generations of preparations, so that this CPU work runs
+// beside the worker's JavaScript thread (which carries every workflow task, heartbeat
+// and commit) instead of on it, and two preparations run on two cores. It does no I/O:
+// the worker reads the files into shared memory and writes what comes back.
+
+interface Job {
+  acc: NewestRowPerKey;
+  key: string;
+}
+
+const jobs = new Map<number, Job>();
+
+type Add = Extract<DedupRequest, { op: 'add' }>;
+
+function add(req: Add): DedupReply {
+  let job = jobs.get(req.job);
+  if (!job) {
+    job = { acc: new NewestRowPerKey(req.key, req.expectedSources), key: req.key };
+    jobs.set(req.job, job);
+  }
+  const t = performance.now();
+  const buf = Buffer.from(req.bytes.buffer, req.bytes.byteOffset, req.bytes.byteLength);
+  const shape = ipcShapeProblem(buf);
+  if (shape) return { kind: 'corrupt', reason: shape };
+  if (!req.verified) {
+    // Checked before decoding: Arrow's decoder can spin for seconds on a damaged length.
+    const changed = embeddedChecksumProblem(buf);
+    if (changed === undefined) return { kind: 'no-checksum' };
+    if (changed) return { kind: 'corrupt', reason: changed };
+  }
+  const decoded = decodeVerifiedIpc(buf);
+  if ('problem' in decoded) return { kind: 'corrupt', reason: decoded.problem };
+  const problem = generationProblem(decoded.table, job.key, req.seq, job.acc.schema);
+  if (problem) return { kind: 'invalid', problem };
+  const verifyMs = performance.now() - t;
+  job.acc.add(decoded.table);
+  return { kind: 'added', rowsRead: job.acc.rowsRead, verifyMs, dedupeMs: performance.now() - t - verifyMs };
+}
+
+async function build(req: { job: number }): Promise<{ reply: DedupReply; transfer: ArrayBuffer[] }> {
+  const t = performance.now();
+  const batch = jobs.get(req.job)?.acc.build() ?? null;
+  const dedupeMs = performance.now() - t;
+  if (!batch) return { reply: { kind: 'built', ipc: null, rows: 0, dedupeMs, encodeMs: 0 }, transfer: [] };
+  // Memory of its own (allocUnsafeSlow: never a slice of Node's shared pool), handed over whole.
+  const ipc = await encodeIpcFile(batch, (n) => Buffer.allocUnsafeSlow(n));
+  const ab = ipc.buffer as ArrayBuffer;
+  const reply: DedupReply = { kind: 'built', ipc: new Uint8Array(ab, ipc.byteOffset, ipc.byteLength), rows: batch.numRows, dedupeMs, encodeMs: performance.now() - t - dedupeMs };
+  return { reply, transfer: [ab] };
+}
+
+/**
+ * Two overlapping generations of made-up rows through add, build and encode, as a
+ * preparation would: a fresh thread's first preparation otherwise runs its hot loops
+ * unoptimised and grows its heap from nothing (a worker's first large merge cost about
+ * half as much CPU again as later ones; bench/README.md).
+ */
+async function warmUp(rows: number): Promise<DedupReply> {
+  const job = -1;
+  const generation = (from: number, seq: number) => withSeqColumn(tableFromRows(Array.from({ length: rows }, (_, i) => ({ id: from + i, value: `warm-up ${seq} ${i}`, n: i / 2 })), 'id'), seq, 'id');
+  for (const [from, seq] of [[0, 1], [Math.floor(rows / 2), 2]] as const) {
+    const ipc = await encodeIpcFile(generation(from, seq));
+    const bytes = Buffer.from(new SharedArrayBuffer(ipc.byteLength));
+    ipc.copy(bytes);
+    const r = add({ op: 'add', job, key: 'id', expectedSources: 2, file: 'warm-up', seq, bytes, verified: false });
+    if (r.kind !== 'added') throw new Error(`warm-up: ${JSON.stringify(r)}`);
+  }
+  await build({ job });
+  jobs.delete(job);
+  return { kind: 'ended' };
+}
+
+async function handle(req: DedupRequest): Promise<{ reply: DedupReply; transfer: ArrayBuffer[] }> {
+  if (req.op === 'add') return { reply: add(req), transfer: [] };
+  if (req.op === 'build') return build(req);
+  if (req.op === 'warm-up') return { reply: await warmUp(req.rows), transfer: [] };
+  jobs.delete(req.job);
+  return { reply: { kind: 'ended' }, transfer: [] };
+}
+
+// Requests are answered one at a time, in order: a job's build never overtakes its adds.
+let queue: Promise<void> = Promise.resolve();
+parentPort?.on('message', (msg: { id: number; req: DedupRequest }) => {
+  queue = queue.then(async () => {
+    const out = await handle(msg.req).catch((err: unknown) => ({ reply: { kind: 'error', message: err instanceof Error ? err.message : String(err) } as DedupReply, transfer: [] }));
+    parentPort!.postMessage({ id: msg.id, reply: out.reply }, out.transfer);
+  });
+});
