@@ -6,9 +6,10 @@ import type { DedupReply, DedupRequest } from './dedup-protocol';
 // Threads that do the CPU work of preparations (dedup-thread.ts): checksum, decode,
 // dedup, encode. On the worker's one JavaScript thread that work (about 1 s of CPU per
 // 1.2M rows) delayed every workflow task, heartbeat and commit of the worker, and two
-// preparations could only take turns. Threads start on first use, are shared by all
-// preparations of the worker (each job stays on the thread it started on: its dedup
-// state lives there), and do not keep the process alive.
+// preparations could only take turns. A worker starts (and warms up) its threads before
+// it polls; elsewhere they start on first use. They are shared by all preparations of
+// the process (each job stays on the thread it started on: its dedup state lives
+// there), and do not keep the process alive.
 
 interface Slot {
   worker: Worker;
@@ -31,13 +32,18 @@ function startThread(): Worker {
 /**
  * Rows of each of the two made-up generations a thread started by start() prepares
  * first. Measured (bench/README.md, session 19): a worker's first 2 x 4 x 150k merge
- * took 1.40-1.44 s of worker CPU after a warm-up of 30k rows against 1.54-1.73 s
- * without; 100k rows bought no more and kept ~50 MiB more.
+ * took 1.24-1.40 s of worker CPU after a warm-up of 100k rows against 1.54-1.73 s
+ * without; 30k rows gave the same wall times for ~40 MiB less peak RSS.
  */
 export const WARM_UP_ROWS = 30_000;
 
-/** Threads by default: one fewer than the cores (the worker's own thread needs one), at least one, at most four. */
-export const defaultDedupThreads = (cores: number): number => Math.max(1, Math.min(4, cores - 1));
+/**
+ * Threads by default: one fewer than the cores (the worker's own thread needs one), at
+ * most four; none on one or two cores. On two cores a thread took ~10% off a large merge
+ * but had no core of its own, and 1,000 small tables on two workers fell behind with it
+ * in the one pair of runs measured (bench/README.md, session 19).
+ */
+export const defaultDedupThreads = (cores: number): number => (cores >= 3 ? Math.min(4, cores - 1) : 0);
 
 let shared: DedupThreads | undefined;
 

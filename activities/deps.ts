@@ -44,7 +44,7 @@ export interface ActivityDeps {
   preparations?: OneAtATime;
   /** Threads for the CPU work of preparations (dedup-threads.ts; createActivities takes the process's unless `dedupThreadCount` is 0). */
   dedupThreads?: DedupThreads;
-  /** How many dedup threads the process's pool has when this makes it (default: cores - 1, in [1, 4]); 0 runs preparations on the worker's own thread. */
+  /** How many dedup threads the process's pool has when this makes it (default: cores - 1, at most 4; none on two cores or fewer); 0 runs preparations on the worker's own thread. */
   dedupThreadCount?: number;
   /** Admission by reserved bytes (activities/admission.ts); absent: activities run unreserved (tests). */
   admission?: AdmissionDeps;

@@ -1,7 +1,7 @@
 // Preparations of one table, in one worker process, run one at a time in arrival order.
 //
 // Why: a preparation's work (hashing keys, gathering columns, encoding) runs on one
-// JavaScript thread: a dedup thread (dedup-threads.ts; one on a two-core machine) or the
+// JavaScript thread: a dedup thread (dedup-threads.ts, where the worker has them) or the
 // worker's own. Two preparations of one table interleaved there do not finish sooner
 // together; each finishes about when both are done. And a table
 // commits one unit at a time, so the one that finishes first is the one that can take

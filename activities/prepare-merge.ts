@@ -18,8 +18,8 @@ import { ProgressReporter } from './progress';
 import { generationProblem } from './validate-generation';
 
 // Preparation of a merge: never touches the base table, so it runs outside the turn.
-// Several generations are checksummed, deduplicated and encoded on a dedup thread
-// (dedup-threads.ts) while this thread reads the files and reports progress; one
+// With dedup threads (dedup-threads.ts), several generations are checksummed,
+// deduplicated and encoded on one while this thread reads the files and reports progress; one
 // generation (usually its own batch, nothing to encode) and a resumed retry run here.
 //
 // What resumes on a retry (any attempt, in fact, since the outputs are deterministic

@@ -24,7 +24,7 @@ export const configSchema = z
         maxConcurrentActivities: z.number().int().min(1, { message: 'must be an integer in [1, 256]' }).max(256, { message: 'must be an integer in [1, 256]' }).default(DEFAULT_ACTIVITY_SLOTS),
         shutdownGraceSecs: z.number().int().min(0, { message: 'must be an integer in [0, 600]' }).max(600, { message: 'must be an integer in [0, 600]' }).default(30),
         prepareCheckpointSecs: z.number().min(0, { message: 'must be a number in [0, 3600]' }).max(3600, { message: 'must be a number in [0, 3600]' }).default(10),
-        // Absent: one fewer than the cores, in [1, 4] (resolved where the worker starts: os is not pure). 0: on the worker's own thread.
+        // Absent: one fewer than the cores, at most 4, none on two cores or fewer (resolved where the worker starts: os is not pure). 0: on the worker's own thread.
         dedupThreads: z
           .preprocess((v) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v), z.number({ invalid_type_error: 'must be an integer in [0, 16] (env TURNSTILE_DEDUP_THREADS)' }).int({ message: 'must be an integer in [0, 16]' }).min(0, { message: 'must be an integer in [0, 16]' }).max(16, { message: 'must be an integer in [0, 16]' }))
           .optional(),

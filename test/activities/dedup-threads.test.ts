@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { ApplicationFailure } from '@temporalio/activity';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DedupThreads } from '../../activities/dedup-threads';
+import { DedupThreads, defaultDedupThreads } from '../../activities/dedup-threads';
 import { arrow, checksumFile, readIpcFile } from '../../src/storage/arrow';
 import { generationFile, tableLayout } from '../../src/storage/layout';
 import { makeFixture, run, sealMany, type Fixture } from './helpers';
@@ -87,6 +87,10 @@ describe('dedup threads', () => {
     const again = await run(f.acts.prepareMerge, [input], { attempt: 2 });
     expect(again).toMatchObject({ fromSeq: 1, toSeq: 3 });
     expect(again.rows).toBeGreaterThan(0);
+  });
+
+  it('by default one thread fewer than the cores, at most four, and none on two cores or fewer', () => {
+    expect([1, 2, 3, 4, 5, 8, 64].map(defaultDedupThreads)).toEqual([0, 0, 2, 3, 4, 4, 4]);
   });
 
   it('start() warms every thread up with made-up rows and leaves no job behind', async () => {
