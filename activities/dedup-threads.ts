@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { DedupReply, DedupRequest } from './dedup-protocol';
@@ -55,6 +56,12 @@ let shared: DedupThreads | undefined;
 export function processDedupThreads(size: number): DedupThreads {
   shared ??= new DedupThreads(size);
   return shared;
+}
+
+/** The threads a worker's activities use: the ones handed in, else the process's (sized by `count`, default by the cores), or none for a count of 0. */
+export function dedupThreadsFor(deps: { dedupThreads?: DedupThreads; dedupThreadCount?: number }): DedupThreads | undefined {
+  const count = deps.dedupThreadCount ?? defaultDedupThreads(availableParallelism());
+  return deps.dedupThreads ?? (count > 0 ? processDedupThreads(count) : undefined);
 }
 
 export class DedupThreads {

@@ -9,8 +9,7 @@ import { makePlanIndex } from './plan-index';
 import { makePlanOptimize } from './plan-optimize';
 import { makePrepareMerge } from './prepare-merge';
 import { makeSnapshot } from './snapshot';
-import { availableParallelism } from 'node:os';
-import { defaultDedupThreads, processDedupThreads } from './dedup-threads';
+import { dedupThreadsFor } from './dedup-threads';
 import { OneAtATime } from './one-at-a-time';
 import { PreparedCache } from './prepared-cache';
 
@@ -28,8 +27,8 @@ export function createActivities(input: ActivityDeps) {
     preparedCache: input.preparedCache ?? new PreparedCache(input.preparedCacheBytes ?? PREPARED_CACHE_BYTES),
     preparations: input.preparations ?? new OneAtATime(),
   };
-  const threads = input.dedupThreadCount ?? defaultDedupThreads(availableParallelism());
-  if (!deps.dedupThreads && threads > 0) deps.dedupThreads = processDedupThreads(threads);
+  const threads = dedupThreadsFor(input);
+  if (threads) deps.dedupThreads = threads;
   // Merges reserve by their input (inside their own factories); the others a fixed size.
   const fixed = <A, R>(name: string, fn: (a: A) => Promise<R>) => (a: A) => withReservation(deps, FIXED_RESERVATIONS[name] ?? SMALL_BYTES, () => fn(a));
   return {

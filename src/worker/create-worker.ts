@@ -1,7 +1,6 @@
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { availableParallelism } from 'node:os';
 import { activityInterceptors, createActivities, type ActivityDeps } from '../../activities';
-import { defaultDedupThreads, processDedupThreads } from '../../activities/dedup-threads';
+import { dedupThreadsFor } from '../../activities/dedup-threads';
 import { WORKFLOWS_PATH } from '../paths';
 import { installQuietRuntime } from './runtime';
 import { defaultIdentity, fleetMemory, type FleetMemory } from './fleet-memory';
@@ -58,8 +57,7 @@ export async function createWorker(opts: WorkerOptions): Promise<CreatedWorker> 
   const slots = opts.maxConcurrentActivities ?? DEFAULT_ACTIVITY_SLOTS;
   const memory = opts.memoryBudgetBytes === undefined ? undefined : fleetMemory({ budgetBytes: opts.memoryBudgetBytes, dataRoot: opts.deps.dataRoot, maxSlots: slots });
   // Started (and warmed up) beside the connection and the bundle, before the worker polls.
-  const count = opts.deps.dedupThreadCount ?? defaultDedupThreads(availableParallelism());
-  const threads = opts.deps.dedupThreads ?? (count > 0 ? processDedupThreads(count) : undefined);
+  const threads = dedupThreadsFor(opts.deps);
   // Settled to a value, so a failure waits for the await below instead of being unhandled meanwhile.
   const started = threads?.start().then(
     () => null,
