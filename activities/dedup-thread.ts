@@ -4,7 +4,7 @@ import { embeddedChecksumProblem } from '../src/storage/ipc-checksum';
 import type { DedupReply, DedupRequest } from './dedup-protocol';
 import { NewestRowPerKey } from './newest-row-per-key';
 import { generationProblem } from './validate-generation';
-import { tableFromRows, withSeqColumn } from '../src/storage/records';
+import { warmUpGenerations } from './warm-up-preparation';
 
 // The body of a dedup thread (dedup-threads.ts starts it): it checksums, decodes,
 // deduplicates and encodes the generations of preparations, so that this CPU work runs
@@ -58,17 +58,10 @@ async function build(req: { job: number }): Promise<{ reply: DedupReply; transfe
   return { reply, transfer: [ab] };
 }
 
-/**
- * Two overlapping generations of made-up rows through add, build and encode, as a
- * preparation would: a fresh thread's first preparation otherwise runs its hot loops
- * unoptimised and grows its heap from nothing (a worker's first large merge cost about
- * half as much CPU again as later ones; bench/README.md).
- */
+/** The made-up generations of warm-up-preparation.ts through add, build and encode, as a preparation would. */
 async function warmUp(rows: number): Promise<DedupReply> {
   const job = -1;
-  const generation = (from: number, seq: number) => withSeqColumn(tableFromRows(Array.from({ length: rows }, (_, i) => ({ id: from + i, value: `warm-up ${seq} ${i}`, n: i / 2 })), 'id'), seq, 'id');
-  for (const [from, seq] of [[0, 1], [Math.floor(rows / 2), 2]] as const) {
-    const ipc = await encodeIpcFile(generation(from, seq));
+  for (const { seq, ipc } of await warmUpGenerations(rows)) {
     const bytes = Buffer.from(new SharedArrayBuffer(ipc.byteLength));
     ipc.copy(bytes);
     const r = add({ op: 'add', job, key: 'id', expectedSources: 2, file: 'warm-up', seq, bytes, verified: false });

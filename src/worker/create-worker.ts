@@ -1,6 +1,6 @@
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { activityInterceptors, createActivities, type ActivityDeps } from '../../activities';
-import { dedupThreadsFor } from '../../activities/dedup-threads';
+import { dedupThreadsFor, WARM_UP_ROWS } from '../../activities/dedup-threads';
 import { WORKFLOWS_PATH } from '../paths';
 import { installQuietRuntime } from './runtime';
 import { defaultIdentity, fleetMemory, type FleetMemory } from './fleet-memory';
@@ -47,17 +47,18 @@ export interface CreatedWorker {
 
 export async function createWorker(opts: WorkerOptions): Promise<CreatedWorker> {
   installQuietRuntime(process.env.TURNSTILE_LOG_LEVEL === 'debug' ? 'DEBUG' : 'WARN');
-  // Alongside the connection and the bundle; done before the worker can poll. A failure
-  // only costs the first commit its warm start.
-  const warm = warmUpMergePath().then(
+  // Started (and warmed up) beside the connection and the bundle, before the worker polls.
+  const threads = dedupThreadsFor(opts.deps);
+  // Alongside the connection and the bundle; done before the worker can poll. Without a
+  // dedup thread this thread prepares merges, so it warms that path up too. A failure
+  // only costs the first merge its warm start.
+  const warm = warmUpMergePath({ preparationRows: threads ? 0 : WARM_UP_ROWS }).then(
     () => undefined,
     (err: unknown) => console.warn(`worker warm-up skipped: ${err instanceof Error ? err.message : String(err)}`),
   );
   const identity = opts.identity ?? defaultIdentity();
   const slots = opts.maxConcurrentActivities ?? DEFAULT_ACTIVITY_SLOTS;
   const memory = opts.memoryBudgetBytes === undefined ? undefined : fleetMemory({ budgetBytes: opts.memoryBudgetBytes, dataRoot: opts.deps.dataRoot, maxSlots: slots });
-  // Started (and warmed up) beside the connection and the bundle, before the worker polls.
-  const threads = dedupThreadsFor(opts.deps);
   // Settled to a value, so a failure waits for the await below instead of being unhandled meanwhile.
   const started = threads?.start().then(
     () => null,

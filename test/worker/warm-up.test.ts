@@ -3,6 +3,7 @@ import os from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { withWorkerMalloc } from '../../src/worker/allocator-env';
 import { warmUpMergePath } from '../../src/worker/warm-up';
+import { warmUpPreparationHere } from '../../activities/warm-up-preparation';
 
 const warmUpDirs = () => fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith('turnstile-warm-up-'));
 
@@ -13,6 +14,13 @@ describe('worker start', () => {
     expect(await warmUpMergePath()).toBe(3);
     // Another test file may be warming up at the same moment: only this call's leftovers count.
     expect(warmUpDirs().filter((n) => !before.has(n))).toEqual([]);
+  });
+
+  it('prepares two overlapping made-up generations through the checks, the dedupe and the encode', async () => {
+    // Keys 0..999 and 500..1499: 1,500 distinct keys, 500 of them in both.
+    const { rows, bytes } = await warmUpPreparationHere(1000);
+    expect(rows).toBe(1500);
+    expect(bytes).toBeGreaterThan(1500 * 8);
   });
 
   it('adds the worker malloc tunables to the environment, keeping each one the operator set', () => {
