@@ -23,12 +23,16 @@ export type PatchId =
   | 'commit-admission-wait'
   | 'spread-periodic'
   | 'indexless-tables'
-  | 'lazy-periodic-timers';
+  | 'lazy-periodic-timers'
+  | 'merge-preparation-priority';
 
 /** The patch that implies every PatchId above. */
-const CURRENT = 'turnstile-10';
+const CURRENT = 'turnstile-11';
 /** Earlier CURRENT markers, newest first, each with the patches that came after it. */
-const PREVIOUS: { marker: string; notImplied: PatchId[] }[] = [{ marker: 'turnstile-9', notImplied: ['spread-periodic', 'indexless-tables', 'lazy-periodic-timers'] }];
+const PREVIOUS: { marker: string; notImplied: PatchId[] }[] = [
+  { marker: 'turnstile-10', notImplied: ['merge-preparation-priority'] },
+  { marker: 'turnstile-9', notImplied: ['spread-periodic', 'indexless-tables', 'lazy-periodic-timers', 'merge-preparation-priority'] },
+];
 
 // Module state is per workflow run (the SDK isolates workflow modules per run).
 let current: boolean | undefined;

@@ -31,9 +31,20 @@ export function activityIdFor(step: 'prepare' | 'commit', unit: Unit): string {
 const namedId = (step: 'prepare' | 'commit', unit: Unit): { activityId?: string } =>
   hasPatch('named-activity-ids') ? { activityId: activityIdFor(step, unit) } : {};
 
+/**
+ * A merge's preparation is on the way from seal to merged; optimize's, index's and gc's
+ * plans and the snapshots are not: ahead of them in the activity queue (priority 2; the
+ * default is 3, commits are 1). A table that fell behind merges its backlog through
+ * preparations, and behind the fleet's periodic work they waited p50 206 s (1,000
+ * tables on 2 cores, bench/README.md, session 20): the backlog only grew.
+ */
+const mergePreparationPriority = (unit: Unit): { priority?: { priorityKey: number } } =>
+  unit.kind === 'merge' && hasPatch('merge-preparation-priority') ? { priority: { priorityKey: 2 } } : {};
+
 function prepActivities(st: TableState, unit: Unit): Activities {
   return proxyActivities<Activities>({
     ...namedId('prepare', unit),
+    ...mergePreparationPriority(unit),
     startToCloseTimeout: '1 hour',
     heartbeatTimeout: secs(Math.max(st.policy.stallSecs.read, st.policy.stallSecs.encode)),
     retry: { initialInterval: '1 s', backoffCoefficient: 2, maximumInterval: '30 s', maximumAttempts: 8 },

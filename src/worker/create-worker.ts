@@ -28,6 +28,18 @@ export interface WorkerOptions {
   memoryBudgetBytes?: number;
 }
 
+/**
+ * How long a table's next workflow task waits on this worker's own (sticky) queue before
+ * the server hands it to any worker, which then replays the table's history (the SDK's
+ * default is 10 s). On a fleet at capacity tasks wait longer than 10 s; each timeout
+ * then cost a replay, the replays cost more CPU, and tasks waited longer still: 1,000
+ * tables on 2 cores fell minutes behind with ~2,000 such timeouts (bench/README.md,
+ * session 20). The price: a task queued for a worker that then dies waits this long
+ * (once the dead worker has not polled for 10 s, the server sends its tables' tasks to
+ * the others at once).
+ */
+export const STICKY_QUEUE_TIMEOUT_SECS = 30;
+
 let cachedBundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 
 /** Bundling takes seconds; do it once per process. */
@@ -81,6 +93,7 @@ export async function createWorker(opts: WorkerOptions): Promise<CreatedWorker> 
     // fewer polls left 1,000 tables' start-up snapshots a minute in the queue. Kept.
     ...(memory ? { tuner: memory.tuner } : { maxConcurrentActivityTaskExecutions: slots }),
     shutdownGraceTime: `${opts.shutdownGraceSecs ?? 30} s`,
+    stickyQueueScheduleToStartTimeout: `${STICKY_QUEUE_TIMEOUT_SECS} s`,
     identity,
   });
   await warm;

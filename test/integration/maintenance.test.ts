@@ -58,10 +58,10 @@ test('4 shards, 52 generations, 104k rows: the table equals newest-seq-wins row 
   expect(status.backlog).toBe(0);
   expect(status.counters.rowsMerged).toBeGreaterThan(0);
   // Task queue priorities (workflows/run-unit.ts): a merge's commit first, its
-  // preparation and scans (and plans) at the default.
+  // preparation next, scans (and plans) at the default.
   const priorities: Record<string, number[]> = {};
   for (const r of await activityRuns(h.tables.handle(table))) priorities[r.type] = [...new Set([...(priorities[r.type] ?? []), r.priorityKey])];
-  expect(priorities).toMatchObject({ prepareMerge: [0], commitMerge: [1], snapshot: [0] });
+  expect(priorities).toMatchObject({ prepareMerge: [2], commitMerge: [1], snapshot: [0] });
 }, 300_000);
 
 /**
