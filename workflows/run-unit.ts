@@ -32,6 +32,13 @@ const namedId = (step: 'prepare' | 'commit', unit: Unit): { activityId?: string 
   hasPatch('named-activity-ids') ? { activityId: activityIdFor(step, unit) } : {};
 
 /**
+ * Activity task queue priorities (lower goes first; unset is the server's default 3):
+ * a commit holds its table's turn, a merge preparation is on the way from seal to merged.
+ */
+const COMMIT_PRIORITY = 1;
+const MERGE_PREPARATION_PRIORITY = 2;
+
+/**
  * A merge's preparation is on the way from seal to merged; optimize's, index's and gc's
  * plans and the snapshots are not: ahead of them in the activity queue (priority 2; the
  * default is 3, commits are 1). A table that fell behind merges its backlog through
@@ -39,7 +46,7 @@ const namedId = (step: 'prepare' | 'commit', unit: Unit): { activityId?: string 
  * tables on 2 cores, bench/README.md, session 20): the backlog only grew.
  */
 const mergePreparationPriority = (unit: Unit): { priority?: { priorityKey: number } } =>
-  unit.kind === 'merge' && hasPatch('merge-preparation-priority') ? { priority: { priorityKey: 2 } } : {};
+  unit.kind === 'merge' && hasPatch('merge-preparation-priority') ? { priority: { priorityKey: MERGE_PREPARATION_PRIORITY } } : {};
 
 function prepActivities(st: TableState, unit: Unit): Activities {
   return proxyActivities<Activities>({
@@ -63,7 +70,7 @@ function admissionWait(st: TableState): { scheduleToStartTimeout?: string; prior
   // preparations and scans on a merely busy fleet (measured: 1,000 tables on 2 cores,
   // queue p50 27 s) timed out as if no worker had headroom, gave its turn back, and
   // queued again at the back: 516 commits in 10 minutes instead of ~3,600.
-  return { scheduleToStartTimeout: `${secs} s`, priority: { priorityKey: 1 } };
+  return { scheduleToStartTimeout: `${secs} s`, priority: { priorityKey: COMMIT_PRIORITY } };
 }
 
 /** What the commit reserves of a worker's budget (src/reservation-sizes.ts), for "waiting for N MiB of headroom". */

@@ -3,6 +3,7 @@ import { createTableMeta } from '../../src/storage/generation-store';
 import { generateRows } from '../../src/writer';
 import { TableWriter } from '../../src/client/table-writer';
 import { MergeWaiter } from '../../src/client/merge-waiter';
+import { STICKY_QUEUE_TIMEOUT_SECS } from '../../src/worker/create-worker';
 import { eventually, startHarness, STORAGES, uniqueName, type Harness } from '../support/harness';
 import { commitSummaries } from '../support/history';
 import { newestPerKey } from '../support/lance-read';
@@ -20,6 +21,11 @@ beforeAll(async () => {
   h = await startHarness({ name: 'skeleton', storage });
 });
 afterAll(async () => h?.close());
+
+test('workers keep a table on their sticky queue for STICKY_QUEUE_TIMEOUT_SECS, not the SDK default 10 s', () => {
+  expect(STICKY_QUEUE_TIMEOUT_SECS).toBeGreaterThan(10);
+  for (const w of h.workers) expect(w.options.stickyQueueScheduleToStartTimeoutMs).toBe(STICKY_QUEUE_TIMEOUT_SECS * 1000);
+});
 
 test('three overlapping generations merge into exactly the newest row per key', async () => {
   const table = uniqueName('skel');
