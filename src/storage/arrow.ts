@@ -4,9 +4,9 @@ import path from 'node:path';
 import type * as ArrowNs from 'apache-arrow';
 import { basenameLoc } from './location';
 import { storageOf } from './open-storage';
-import { notFound } from './storage';
+import { notFound, type PatchedBytes } from './storage';
 import { withScratch, type Alloc } from './scratch';
-import { CHECKSUM_KEY, embeddedChecksumProblem, encodeChecksummed, withoutChecksum } from './ipc-checksum';
+import { CHECKSUM_KEY, embeddedChecksumProblem, encodeChecksummed, encodeChecksumPending, withoutChecksum } from './ipc-checksum';
 
 // The file helpers live in atomic-file.ts (which needs no Arrow, so modules that only
 // write JSON do not load apache-arrow); re-exported for the modules that use both.
@@ -55,6 +55,9 @@ const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes)
 
 /** Encode a table or batch as a checksummed Arrow IPC file (file format, with footer). */
 export const encodeIpcFile = (data: ArrowTable | RecordBatch, alloc?: Alloc): Promise<Buffer> => encodeChecksummed(arrow, toTable(data), alloc);
+
+/** As encodeIpcFile, with the checksum computed by whoever writes the bytes (storage.ts PatchedBytes). */
+export const encodeIpcFilePending = (data: ArrowTable | RecordBatch, alloc?: Alloc): Promise<PatchedBytes> => encodeChecksumPending(arrow, toTable(data), alloc);
 
 /** Write a table or batch as an Arrow IPC file (or object) atomically and (unless `durable: false`, see writeFileAtomic) durably, checksummed. */
 export async function writeIpcFileAtomic(file: string, data: ArrowTable | RecordBatch, opts: { durable?: boolean } = {}): Promise<{ bytes: number }> {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { TEMP_MARKER } from './layout';
-import type { BytesSource } from './storage';
+import { finishedBytes, type BytesSource, type PatchedBytes } from './storage';
 
 // Durable, atomic file writes. Kept apart from arrow.ts so that modules writing only
 // JSON (table.json, SEALED.json, GC.json) never load apache-arrow: the CLI's operator
@@ -105,7 +105,7 @@ export async function createFileExclusive(file: string, bytes: BytesSource): Pro
   // an unhandled rejection while the bytes are awaited.
   const opening = fs.open(tmp, 'wx');
   opening.catch(() => undefined);
-  let data: Uint8Array | string;
+  let data: Uint8Array | string | PatchedBytes;
   try {
     data = typeof bytes === 'function' ? await bytes() : bytes;
   } catch (err) {
@@ -116,7 +116,7 @@ export async function createFileExclusive(file: string, bytes: BytesSource): Pro
   const handle = await opening;
   let linked = false;
   try {
-    await handle.writeFile(data);
+    await writeProduced(handle, data);
     try {
       await fs.link(tmp, file);
       linked = true;
@@ -139,6 +139,56 @@ export async function createFileExclusive(file: string, bytes: BytesSource): Pro
   cleanups.add(cleanup);
   void cleanup.finally(() => cleanups.delete(cleanup));
   return true;
+}
+
+/**
+ * Writes what a BytesSource produced. PatchedBytes go to the thread pool while this
+ * thread computes their patches (a seal's sha256 runs beside its write instead of before
+ * it: 100k rows, 3.7 MiB, sealed in 12.2-14.3 ms instead of 13.9-17.5, measured); the
+ * patches are written into place once both are done, before the caller links the file,
+ * so no name ever shows the unpatched bytes.
+ */
+async function writeProduced(handle: FileHandle, data: Uint8Array | string | PatchedBytes): Promise<void> {
+  if (typeof data === 'string' || data instanceof Uint8Array) return handle.writeFile(data);
+  // Small enough for one write: patched first, since two more writes cost more than the
+  // overlap saves (a 2,500-row seal's sha256 takes 0.07 ms).
+  if (data.bytes.byteLength <= SLICE_BYTES) return handle.writeFile(finishedBytes(data));
+  const writing = writeInSlices(handle, data.bytes);
+  let patches: ReturnType<PatchedBytes['finish']>;
+  try {
+    patches = data.finish();
+  } finally {
+    // Settled before anything else touches the handle (or the caller reuses the memory).
+    await writing;
+  }
+  await Promise.all(patches.map((p) => writeAt(handle, p.bytes, p.at)));
+  // The caller's buffer then holds what the file holds.
+  for (const p of patches) p.bytes.copy(data.bytes, p.at);
+}
+
+const SLICE_BYTES = 512 * 1024;
+
+/**
+ * `bytes` from offset 0, as slices all handed to the thread pool at once: they need no
+ * turn of this (busy) thread between them, and one 3.7 MiB write took 3.4 ms here against
+ * 1.3 ms in 512 KiB slices (what writeFile does, one after another).
+ */
+async function writeInSlices(handle: FileHandle, bytes: Uint8Array): Promise<void> {
+  const slices: Promise<void>[] = [];
+  for (let at = 0; at < bytes.byteLength; at += SLICE_BYTES) slices.push(writeAt(handle, bytes.subarray(at, at + SLICE_BYTES), at));
+  // Every slice settles before this returns, also when one fails.
+  const settled = await Promise.allSettled(slices);
+  const failed = settled.find((r) => r.status === 'rejected');
+  if (failed) throw failed.reason;
+}
+
+/** All of `bytes` at `position` (a write may take less than it is given). */
+async function writeAt(handle: FileHandle, bytes: Uint8Array, position: number): Promise<void> {
+  for (let done = 0; done < bytes.byteLength; ) {
+    const { bytesWritten } = await handle.write(bytes, done, bytes.byteLength - done, position + done);
+    if (bytesWritten <= 0) throw new Error(`write returned ${bytesWritten} bytes`);
+    done += bytesWritten;
+  }
 }
 
 async function discardTemp(handle: FileHandle, tmp: string): Promise<void> {

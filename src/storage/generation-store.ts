@@ -1,7 +1,8 @@
 import { SEQ_COLUMN, validateShardName } from '../names';
-import { arrow, encodeIpcFile, type ArrowTable } from './arrow';
+import { arrow, encodeIpcFilePending, type ArrowTable } from './arrow';
 import { joinLoc } from './location';
 import { storageAt } from './open-storage';
+import type { PatchedBytes } from './storage';
 import { readGcFloor } from './gc-floor';
 import { checkTableSchema } from './table-schema';
 import { offerSealedHint } from './sealed-hint';
@@ -164,9 +165,10 @@ export async function sealGeneration(
       const file = generationFile(l, shard, seq);
       const bytes = await withScratch(async (alloc) => {
         let size = 0;
-        const encode = async (): Promise<Buffer> => {
-          const encoded = await encodeIpcFile(withSeqColumn(ordered, seq, meta.key, alloc), alloc);
-          size = encoded.byteLength;
+        const encode = async (): Promise<PatchedBytes> => {
+          // Its sha256 is computed by the store, beside the write (storage.ts PatchedBytes).
+          const encoded = await encodeIpcFilePending(withSeqColumn(ordered, seq, meta.key, alloc), alloc);
+          size = encoded.bytes.byteLength;
           return encoded;
         };
         return (await store.putIfAbsent(file, encode)) ? size : null;

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type * as ArrowNs from 'apache-arrow';
 import { joinInto } from './scratch';
+import { finishedBytes, type PatchedBytes } from './storage';
 
 // Arrow IPC has no checksum of its own: a flipped bit inside a column decodes as a
 // different value. So every IPC file written here carries the sha256 of its own bytes
@@ -49,6 +50,16 @@ function digestWithout(buf: Buffer, at: readonly number[]): string {
  * contiguous write was twice as fast as a writev of the chunks (measured).
  */
 export async function encodeChecksummed(arrow: typeof ArrowNs, table: ArrowNs.Table, alloc: (bytes: number) => Buffer = Buffer.allocUnsafe): Promise<Buffer> {
+  return finishedBytes(await encodeChecksumPending(arrow, table, alloc)) as Buffer;
+}
+
+/**
+ * As encodeChecksummed, with the digest left to `finish()`: `bytes` holds the file with
+ * every copy of the digest zeroed, which is exactly what the digest is computed over, so
+ * a file store can write them while the sha256 runs (~2.4 ms of a 3.7 MiB seal, as long
+ * as its write) and then write the digest into place (storage.ts PatchedBytes).
+ */
+export async function encodeChecksumPending(arrow: typeof ArrowNs, table: ArrowNs.Table, alloc: (bytes: number) => Buffer = Buffer.allocUnsafe): Promise<PatchedBytes> {
   const placeholder = randomBytes(DIGEST_CHARS / 2).toString('hex');
   const metadata = new Map(table.schema.metadata);
   metadata.set(CHECKSUM_KEY, placeholder);
@@ -56,12 +67,17 @@ export async function encodeChecksummed(arrow: typeof ArrowNs, table: ArrowNs.Ta
   const tagged = new arrow.Table(schema, table.batches.map((b) => new arrow.RecordBatch(schema, b.data)));
   const chunks: Uint8Array[] = [];
   for await (const c of arrow.RecordBatchFileWriter.writeAll(tagged)) chunks.push(c);
-  const buf = joinInto(chunks, alloc);
-  const at = occurrences(buf, placeholder);
+  const bytes = joinInto(chunks, alloc);
+  const at = occurrences(bytes, placeholder);
   if (at.length === 0) throw new Error('encodeChecksummed: the checksum metadata is not in a schema message or the footer');
-  const digest = digestWithout(buf, at);
-  for (const p of at) buf.write(digest, p, 'latin1');
-  return buf;
+  for (const p of at) ZEROS.copy(bytes, p);
+  return {
+    bytes,
+    finish: () => {
+      const digest = Buffer.from(createHash('sha256').update(bytes).digest('hex'), 'latin1');
+      return at.map((p) => ({ at: p, bytes: digest }));
+    },
+  };
 }
 
 /** The schema copies of an IPC file as [start, end) offsets: the stream's first message and the footer (bounds checked). */

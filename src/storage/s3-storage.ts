@@ -1,6 +1,6 @@
 import type { S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { insideLoc, parseS3, resolveLoc } from './location';
-import { StorageEscapeError, type BytesSource, type Entry, type Storage, type Versioned } from './storage';
+import { StorageEscapeError, finishedBytes, type BytesSource, type Entry, type Storage, type Versioned } from './storage';
 import { importS3Sdk, s3ClientConfig } from './s3-env';
 
 // The S3 backend (any S3-compatible server: AWS, SeaweedFS, MinIO). Objects are atomic
@@ -90,7 +90,7 @@ export class S3Storage implements Storage {
   }
 
   async putIfAbsent(loc: string, bytes: BytesSource): Promise<boolean> {
-    return this.conditionalPut(loc, typeof bytes === 'function' ? await bytes() : bytes, { IfNoneMatch: '*' });
+    return this.conditionalPut(loc, typeof bytes === 'function' ? finishedBytes(await bytes()) : bytes, { IfNoneMatch: '*' });
   }
 
   putIfMatch(loc: string, bytes: Uint8Array | string, etag: string | null): Promise<boolean> {

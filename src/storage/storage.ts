@@ -11,8 +11,31 @@
 // Every location must lie under the backend's root: a name that climbs out with `..`
 // or an absolute path is refused before any I/O (StorageEscapeError).
 
+/**
+ * Bytes that are complete only once `finish()` has read them: `bytes` holds everything
+ * but a few spans (a checksum of the rest), and `finish` computes those spans without
+ * changing `bytes`. A file store writes `bytes` on the thread pool while `finish` runs
+ * on this thread, then writes the spans in place before the file gets its name.
+ */
+export interface PatchedBytes {
+  bytes: Buffer;
+  finish(): readonly Patch[];
+}
+
+export interface Patch {
+  at: number;
+  bytes: Buffer;
+}
+
 /** Bytes, or a function producing them (lets a file store open its temp file meanwhile). */
-export type BytesSource = Uint8Array | string | (() => Promise<Uint8Array | string>);
+export type BytesSource = Uint8Array | string | (() => Promise<Uint8Array | string | PatchedBytes>);
+
+/** The finished bytes of what a BytesSource produced, for a store that needs them all before writing. */
+export function finishedBytes(data: Uint8Array | string | PatchedBytes): Uint8Array | string {
+  if (typeof data === 'string' || data instanceof Uint8Array) return data;
+  for (const p of data.finish()) p.bytes.copy(data.bytes, p.at);
+  return data.bytes;
+}
 
 export interface Versioned {
   bytes: Buffer;

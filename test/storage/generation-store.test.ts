@@ -140,6 +140,39 @@ describe('generation store', () => {
     expect(fs.readdirSync(dir).sort()).toEqual(['failed.bin', 'late.bin']);
   });
 
+  it('bytes patched after their write: the name shows them only patched, and a failed patch leaves nothing and claims nothing', async () => {
+    const dir = shardDir(tableLayout(root, 't'), 's0');
+    fs.mkdirSync(dir, { recursive: true });
+    const size = 3 * 2 ** 20 + 7; // several slices, the last one short
+    const bytes = Buffer.alloc(size, 'a');
+    let finishedWhileWriting = false;
+    const patched = {
+      bytes,
+      finish: () => {
+        // Called while the slices are in flight: the name does not exist yet.
+        finishedWhileWriting = !fs.existsSync(path.join(dir, 'patched.bin'));
+        return [
+          { at: 0, bytes: Buffer.from('HEAD') },
+          { at: size - 4, bytes: Buffer.from('TAIL') },
+        ];
+      },
+    };
+    expect(await createFileExclusive(path.join(dir, 'patched.bin'), () => Promise.resolve(patched))).toBe(true);
+    expect(finishedWhileWriting).toBe(true);
+    const written = fs.readFileSync(path.join(dir, 'patched.bin'));
+    expect(written.byteLength).toBe(size);
+    expect(written.subarray(0, 4).toString()).toBe('HEAD');
+    expect(written.subarray(size - 4).toString()).toBe('TAIL');
+    expect(written.subarray(4, size - 4).every((c) => c === 0x61)).toBe(true);
+    expect(bytes.equals(written)).toBe(true); // the caller's buffer holds what the file holds
+
+    const failing = { bytes: Buffer.alloc(size), finish: () => { throw new Error('digest failed'); } };
+    await expect(createFileExclusive(path.join(dir, 'unpatched.bin'), () => Promise.resolve(failing))).rejects.toThrow('digest failed');
+    await settleFileCleanups();
+    expect(fs.readdirSync(dir)).toEqual(['patched.bin']);
+    expect(await createFileExclusive(path.join(dir, 'unpatched.bin'), 'second try')).toBe(true);
+  });
+
   it('a crash before the rename is invisible: the next seal takes the same seq', async () => {
     await sealGeneration(root, 't', 's0', [{ id: 1, value: 'a', n: 1 }]);
     // What a crash mid-seal leaves: a temp file and a torn hint (and, from versions that
