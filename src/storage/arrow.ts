@@ -70,9 +70,10 @@ export async function writeIpcFileAtomic(file: string, data: ArrowTable | Record
 
 /** As writeIpcFileAtomic, but the file's bytes are encoded into memory of their own and returned (to be kept). */
 export async function writeIpcFileKeepingBytes(file: string, data: ArrowTable | RecordBatch, opts: { durable?: boolean } = {}): Promise<Buffer> {
-  const bytes = await encodeIpcFile(data);
-  await storageOf(file).put(file, bytes, opts);
-  return bytes;
+  // The sha256 runs beside the write (storage.ts PatchedBytes); put patches the bytes kept.
+  const pending = await encodeIpcFilePending(data);
+  await storageOf(file).put(file, pending, opts);
+  return pending.bytes;
 }
 
 /** Problem with the file's bytes against its legacy sidecar, or null; undefined when there is none. */

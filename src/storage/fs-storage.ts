@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import { createFileExclusive, readBytesIfExists, writeFileAtomic } from './atomic-file';
 import { withFileLock } from './file-lock';
 import { insideLoc } from './location';
-import { StorageEscapeError, type BytesSource, type Entry, type Storage, type Versioned } from './storage';
+import { StorageEscapeError, type BytesSource, type Entry, type PatchedBytes, type Storage, type Versioned } from './storage';
 
 // The filesystem backend: today's durable primitives (atomic-file.ts) behind the
 // Storage interface. A compare-and-swap has no single syscall, so putIfMatch holds a
@@ -43,7 +43,7 @@ export class FsStorage implements Storage {
     return createFileExclusive(this.at(loc), bytes);
   }
 
-  async put(loc: string, bytes: Uint8Array | string, opts: { durable?: boolean } = {}): Promise<void> {
+  async put(loc: string, bytes: Uint8Array | string | PatchedBytes, opts: { durable?: boolean } = {}): Promise<void> {
     return writeFileAtomic(this.at(loc), bytes, opts);
   }
 

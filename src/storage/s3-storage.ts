@@ -1,6 +1,6 @@
 import type { S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { insideLoc, parseS3, resolveLoc } from './location';
-import { StorageEscapeError, finishedBytes, type BytesSource, type Entry, type Storage, type Versioned } from './storage';
+import { StorageEscapeError, finishedBytes, type BytesSource, type Entry, type PatchedBytes, type Storage, type Versioned } from './storage';
 import { importS3Sdk, s3ClientConfig } from './s3-env';
 
 // The S3 backend (any S3-compatible server: AWS, SeaweedFS, MinIO). Objects are atomic
@@ -97,10 +97,10 @@ export class S3Storage implements Storage {
     return this.conditionalPut(loc, bytes, etag === null ? { IfNoneMatch: '*' } : { IfMatch: etag });
   }
 
-  async put(loc: string, bytes: Uint8Array | string): Promise<void> {
+  async put(loc: string, bytes: Uint8Array | string | PatchedBytes): Promise<void> {
     const Key = this.key(loc);
     const { s3, sdk: m } = await this.connect();
-    await s3.send(new m.PutObjectCommand({ Bucket: this.bucket, Key, Body: body(bytes) }));
+    await s3.send(new m.PutObjectCommand({ Bucket: this.bucket, Key, Body: body(finishedBytes(bytes)) }));
   }
 
   async list(dir: string, opts: { limit?: number } = {}): Promise<Entry[]> {

@@ -62,8 +62,8 @@ export interface Storage {
    * bytes may be a function producing them: fs opens its temp file meanwhile.
    */
   putIfAbsent(loc: string, bytes: BytesSource): Promise<boolean>;
-  /** Replaces `loc` atomically; `durable: false` lets fs skip the fsyncs (hints only). */
-  put(loc: string, bytes: Uint8Array | string, opts?: { durable?: boolean }): Promise<void>;
+  /** Replaces `loc` atomically; `durable: false` lets fs skip the fsyncs (hints only). PatchedBytes are patched in place. */
+  put(loc: string, bytes: Uint8Array | string | PatchedBytes, opts?: { durable?: boolean }): Promise<void>;
   /** Replaces `loc` only if its etag is still `etag` (null: only if absent); false otherwise. */
   putIfMatch(loc: string, bytes: Uint8Array | string, etag: string | null): Promise<boolean>;
   /** Direct children of the directory (or key prefix) `dir`, at most `limit`; [] when there is none. */

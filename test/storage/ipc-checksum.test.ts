@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { arrow, checksumFile, CorruptArrowFileError, encodeIpcFile, readIpcFile, writeIpcFileAtomic } from '../../src/storage/arrow';
+import { arrow, checksumFile, CorruptArrowFileError, encodeIpcFile, readIpcFile, writeIpcFileAtomic, writeIpcFileKeepingBytes } from '../../src/storage/arrow';
 import { createTableMeta, sealGeneration } from '../../src/storage/generation-store';
 import { withSeqColumn } from '../../src/storage/records';
 import { settleSealedHints } from '../../src/storage/sealed-hint';
@@ -82,6 +82,15 @@ describe('checksum embedded in Arrow IPC files', () => {
     expect(bytes.equals(await encodeIpcFile(withSeqColumn(table, seq, 'id')))).toBe(true);
     expect((await readIpcFile(file)).numRows).toBe(rows);
     await settleSealedHints();
+  });
+
+  it('a prepared batch kept in memory is the file written, digest included', async () => {
+    const file = path.join(dir, `${n++}.arrow`);
+    const rows = 60_000; // ~2 MiB: written in slices while its digest is computed
+    const kept = await writeIpcFileKeepingBytes(file, tableOf(Array.from({ length: rows }, (_, i) => i), Array.from({ length: rows }, (_, i) => `v${i}`.padEnd(24, '.'))), { durable: false });
+    expect(kept.byteLength).toBeGreaterThan(2 ** 20);
+    expect(kept.equals(fs.readFileSync(file))).toBe(true);
+    expect((await readIpcFile(file)).numRows).toBe(rows);
   });
 
   it('files from before, with a sidecar and no embedded checksum, are still verified by the sidecar', async () => {
