@@ -1,6 +1,7 @@
 import { arrow, type ArrowTable, type RecordBatch, type Schema, type Vector } from '../src/storage/arrow';
 import { takeRows } from './take-rows';
 import { PartitionedIntKeys } from './int-key-table';
+import { yieldToEventLoop } from '../src/event-loop';
 
 // Deduplication for a merge: feed tables in seq order; for every key the row fed last
 // wins (a later generation, or a later row of the same generation). The source batch
@@ -23,8 +24,6 @@ function drain<T>(it: Generator<void, T>): T {
   }
 }
 
-/** Lets timers and I/O callbacks (the Temporal bridge's among them) run before going on. */
-const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 // Map keys for columns PartitionedIntKeys does not take (strings): the same value always maps
 // to the same JS key, which is all dedup needs.
@@ -215,7 +214,7 @@ export class NewestRowPerKey {
       const columns: Record<string, Vector> = {};
       for (const field of schema.fields) {
         if (Object.keys(columns).length > 0) yield;
-        columns[field.name] = takeRows(field, source.getChild(field.name)!, rows);
+        columns[field.name] = yield* takeRows(field, source.getChild(field.name)!, rows);
       }
       // new Table(columns) aligns chunk boundaries across columns.
       for (const b of new arrow.Table(columns).batches) batches.push(new arrow.RecordBatch(schema, b.data));

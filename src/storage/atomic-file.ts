@@ -153,11 +153,13 @@ async function writeProduced(handle: FileHandle, data: Uint8Array | string | Pat
   if (data instanceof Uint8Array) return writeInSlices(handle, data);
   // Small enough for one write: patched first, since two more writes cost more than the
   // overlap saves (a 2,500-row seal's sha256 takes 0.07 ms).
-  if (data.bytes.byteLength <= SLICE_BYTES) return writeInSlices(handle, finishedBytes(data) as Uint8Array);
+  if (data.bytes.byteLength <= SLICE_BYTES) return writeInSlices(handle, (await finishedBytes(data)) as Uint8Array);
   const writing = writeInSlices(handle, data.bytes);
-  let patches: ReturnType<PatchedBytes['finish']>;
+  // Handled at once: a failed write must not be an unhandled rejection while finish runs.
+  writing.catch(() => undefined);
+  let patches: Awaited<ReturnType<PatchedBytes['finish']>>;
   try {
-    patches = data.finish();
+    patches = await data.finish();
   } finally {
     // Settled before anything else touches the handle (or the caller reuses the memory).
     await writing;

@@ -90,7 +90,7 @@ export class S3Storage implements Storage {
   }
 
   async putIfAbsent(loc: string, bytes: BytesSource): Promise<boolean> {
-    return this.conditionalPut(loc, typeof bytes === 'function' ? finishedBytes(await bytes()) : bytes, { IfNoneMatch: '*' });
+    return this.conditionalPut(loc, typeof bytes === 'function' ? await finishedBytes(await bytes()) : bytes, { IfNoneMatch: '*' });
   }
 
   putIfMatch(loc: string, bytes: Uint8Array | string, etag: string | null): Promise<boolean> {
@@ -100,7 +100,7 @@ export class S3Storage implements Storage {
   async put(loc: string, bytes: Uint8Array | string | PatchedBytes): Promise<void> {
     const Key = this.key(loc);
     const { s3, sdk: m } = await this.connect();
-    await s3.send(new m.PutObjectCommand({ Bucket: this.bucket, Key, Body: body(finishedBytes(bytes)) }));
+    await s3.send(new m.PutObjectCommand({ Bucket: this.bucket, Key, Body: body(await finishedBytes(bytes)) }));
   }
 
   async list(dir: string, opts: { limit?: number } = {}): Promise<Entry[]> {

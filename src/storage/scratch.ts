@@ -5,6 +5,8 @@
 // it was half of a 100k-row seal. A buffer is lent for the length of one callback and
 // must not be kept past it.
 
+import { yieldToEventLoop } from '../event-loop';
+
 /** Buffers kept between uses, at most this many bytes per pool: bounds what a writer process holds on to. */
 const KEEP_BYTES = 64 * 2 ** 20;
 
@@ -64,3 +66,22 @@ export function joinInto(chunks: readonly Uint8Array[], alloc: Alloc): Buffer {
 
 /** Bytes currently kept for reuse (tests). */
 export const scratchKeptBytes = (): number => [...plain.free, ...shared.free].reduce((n, b) => n + b.byteLength, 0);
+
+/** joinInto, letting other callbacks run every 2 MiB copied (a 10 MiB batch took 10-25 ms in one piece). */
+export async function joinIntoYielding(chunks: readonly Uint8Array[], alloc: Alloc): Promise<Buffer> {
+  const buf = alloc(chunks.reduce((n, c) => n + c.byteLength, 0));
+  let offset = 0;
+  let sinceYield = 0;
+  for (const c of chunks) {
+    if (sinceYield >= JOIN_SLICE_BYTES) {
+      sinceYield = 0;
+      await yieldToEventLoop();
+    }
+    buf.set(c, offset);
+    offset += c.byteLength;
+    sinceYield += c.byteLength;
+  }
+  return buf;
+}
+
+const JOIN_SLICE_BYTES = 2 * 2 ** 20;

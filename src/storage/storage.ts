@@ -15,11 +15,12 @@
  * Bytes that are complete only once `finish()` has read them: `bytes` holds everything
  * but a few spans (a checksum of the rest), and `finish` computes those spans without
  * changing `bytes`. A file store writes `bytes` on the thread pool while `finish` runs
- * on this thread, then writes the spans in place before the file gets its name.
+ * on this thread (in slices, letting other callbacks run between them), then writes the
+ * spans in place before the file gets its name.
  */
 export interface PatchedBytes {
   bytes: Buffer;
-  finish(): readonly Patch[];
+  finish(): Promise<readonly Patch[]>;
 }
 
 export interface Patch {
@@ -31,9 +32,9 @@ export interface Patch {
 export type BytesSource = Uint8Array | string | (() => Promise<Uint8Array | string | PatchedBytes>);
 
 /** The finished bytes of what a BytesSource produced, for a store that needs them all before writing. */
-export function finishedBytes(data: Uint8Array | string | PatchedBytes): Uint8Array | string {
+export async function finishedBytes(data: Uint8Array | string | PatchedBytes): Promise<Uint8Array | string> {
   if (typeof data === 'string' || data instanceof Uint8Array) return data;
-  for (const p of data.finish()) p.bytes.copy(data.bytes, p.at);
+  for (const p of await data.finish()) p.bytes.copy(data.bytes, p.at);
   return data.bytes;
 }
 

@@ -151,10 +151,10 @@ describe('generation store', () => {
       finish: () => {
         // Called while the slices are in flight: the name does not exist yet.
         finishedWhileWriting = !fs.existsSync(path.join(dir, 'patched.bin'));
-        return [
+        return Promise.resolve([
           { at: 0, bytes: Buffer.from('HEAD') },
           { at: size - 4, bytes: Buffer.from('TAIL') },
-        ];
+        ]);
       },
     };
     expect(await createFileExclusive(path.join(dir, 'patched.bin'), () => Promise.resolve(patched))).toBe(true);
@@ -166,7 +166,7 @@ describe('generation store', () => {
     expect(written.subarray(4, size - 4).every((c) => c === 0x61)).toBe(true);
     expect(bytes.equals(written)).toBe(true); // the caller's buffer holds what the file holds
 
-    const failing = { bytes: Buffer.alloc(size), finish: () => { throw new Error('digest failed'); } };
+    const failing = { bytes: Buffer.alloc(size), finish: () => Promise.reject(new Error('digest failed')) };
     await expect(createFileExclusive(path.join(dir, 'unpatched.bin'), () => Promise.resolve(failing))).rejects.toThrow('digest failed');
     await settleFileCleanups();
     expect(fs.readdirSync(dir)).toEqual(['patched.bin']);
