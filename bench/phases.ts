@@ -206,5 +206,13 @@ export function formatTimeline(history: History, t0EpochMs: number, sealedAt: { 
     (r) => ({ at: r.scheduledAtMs, text: `${rel(r.decidedAtMs)} decided ${rel(r.scheduledAtMs)} scheduled ${rel(r.startedAtMs)} started ${rel(r.closedAtMs)} closed  ${r.activityId}${detail(r.result)}` }),
   );
   for (const s of sealedAt) lines.push({ at: t0EpochMs + s.atMs, text: `${String(Math.round(s.atMs)).padStart(6)} sealed ${s.shard} seq ${s.seq}` });
+  // Every workflow task, so a wait between an activity's close and the next decision shows what it waited for.
+  const started = new Map<number, number>();
+  for (const e of history.events ?? []) {
+    if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_STARTED) started.set(Number(e.eventId), ms(e.eventTime));
+    if (e.eventType !== E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) continue;
+    const at = started.get(Number(e.workflowTaskCompletedEventAttributes?.startedEventId));
+    if (at !== undefined) lines.push({ at, text: `${rel(at)} workflow task started, completed ${rel(ms(e.eventTime))} (${Math.round(ms(e.eventTime) - at)} ms)` });
+  }
   return lines.sort((a, b) => a.at - b.at).map((l) => l.text);
 }
