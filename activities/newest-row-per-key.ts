@@ -2,6 +2,7 @@ import { arrow, type ArrowTable, type RecordBatch, type Schema, type Vector } fr
 import { takeRows } from './take-rows';
 import { PartitionedIntKeys } from './int-key-table';
 import { yieldToEventLoop } from '../src/event-loop';
+import type { Alloc } from '../src/storage/scratch';
 
 // Deduplication for a merge: feed tables in seq order; for every key the row fed last
 // wins (a later generation, or a later row of the same generation). The source batch
@@ -172,12 +173,16 @@ export class NewestRowPerKey {
    * random: 115-200 ms for 390k winners of 600k rows, against ~40 ms now).
    */
   build(): ArrowTable | null {
-    return drain(this.buildInSlices());
+    return drain(this.buildInSlices(undefined));
   }
 
-  /** `build`, letting other work run between columns (see addYielding). */
-  async buildYielding(): Promise<ArrowTable | null> {
-    const it = this.buildInSlices();
+  /**
+   * `build`, letting other work run between slices of columns (see addYielding). With
+   * `alloc` (scratch.ts) the copied columns live in that memory: the table is then only
+   * valid while it is lent.
+   */
+  async buildYielding(alloc?: Alloc): Promise<ArrowTable | null> {
+    const it = this.buildInSlices(alloc);
     for (let r = it.next(); ; r = it.next()) {
       if (r.done) return r.value;
       await yieldToEventLoop();
@@ -197,7 +202,7 @@ export class NewestRowPerKey {
     });
   }
 
-  private *buildInSlices(): Generator<void, ArrowTable | null> {
+  private *buildInSlices(alloc: Alloc | undefined): Generator<void, ArrowTable | null> {
     const schema = this.schemaRef;
     if (!schema || this.rowsSeen === 0) return null;
     const winners = yield* this.winnersBySource();
@@ -214,7 +219,7 @@ export class NewestRowPerKey {
       const columns: Record<string, Vector> = {};
       for (const field of schema.fields) {
         if (Object.keys(columns).length > 0) yield;
-        columns[field.name] = yield* takeRows(field, source.getChild(field.name)!, rows);
+        columns[field.name] = yield* takeRows(field, source.getChild(field.name)!, rows, alloc);
       }
       // new Table(columns) aligns chunk boundaries across columns.
       for (const b of new arrow.Table(columns).batches) batches.push(new arrow.RecordBatch(schema, b.data));

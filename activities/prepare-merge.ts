@@ -333,7 +333,9 @@ export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, prog
       return { ...base, preparedPath: file, rows: acc.single.numRows, bytes, resumedFromFile, resumedVia, timings: rounded(timings) };
     }
     let t = performance.now();
-    const batch = await acc.buildYielding();
+    // Into the scratch memory too (when several generations were read): the batch is
+    // encoded into bytes of its own below, before that memory is lent again.
+    const batch = await acc.buildYielding(alloc);
     timings.dedupeMs += performance.now() - t;
     if (!batch) return { ...base, preparedPath: null, rows: 0, bytes: 0, resumedFromFile, resumedVia, timings: rounded(timings) };
     t = performance.now();

@@ -30,6 +30,26 @@ describe('NewestRowPerKey', () => {
     expect(plain(out)).toEqual(expected.map(ser).sort());
   });
 
+  it('gathered into lent scratch memory (not zeroed, reused) it gives the same rows, slice boundaries crossed', async () => {
+    const { withScratch } = await import('../../src/storage/scratch');
+    // Over 32k winners per source, so the gathers cross their slice boundary.
+    const rows = (from: number, n: number, tag: string): Row[] => Array.from({ length: n }, (_, i) => ({ id: from + i, s: `${tag}-${from + i}`, x: (from + i) / 2 }));
+    const sources = [gen(rows(0, 40_000, 'a'), 1), gen(rows(30_000, 40_000, 'b'), 2), gen(rows(5, 3, 'c'), 3)];
+    const build = async (lend: boolean): Promise<string[]> => {
+      const acc = new NewestRowPerKey('id');
+      for (const t of sources) acc.add(t);
+      if (!lend) return plain((await acc.buildYielding())!);
+      return withScratch(async (alloc) => {
+        // Memory a previous user left dirty.
+        const dirty = (n: number) => alloc(n).fill(0xa5);
+        return plain((await acc.buildYielding(dirty))!);
+      });
+    };
+    const want = await build(false);
+    expect(want).toHaveLength(70_000);
+    expect(await build(true)).toEqual(want);
+  });
+
   it('string keys and an empty accumulator', () => {
     expect(new NewestRowPerKey('id').build()).toBeNull();
     const acc = new NewestRowPerKey('id');
