@@ -166,6 +166,12 @@ describe('generation store', () => {
     expect(written.subarray(4, size - 4).every((c) => c === 0x61)).toBe(true);
     expect(bytes.equals(written)).toBe(true); // the caller's buffer holds what the file holds
 
+    // More slices than are written at once (8 x 512 KiB), the last one short: every byte in its place.
+    const big = Buffer.from(Array.from({ length: 9 * 2 ** 20 + 3 }, (_, i) => (i * 7919) & 0xff));
+    expect(await createFileExclusive(path.join(dir, 'big.bin'), big)).toBe(true);
+    expect(fs.readFileSync(path.join(dir, 'big.bin')).equals(big)).toBe(true);
+    fs.rmSync(path.join(dir, 'big.bin'));
+
     const failing = { bytes: Buffer.alloc(size), finish: () => Promise.reject(new Error('digest failed')) };
     await expect(createFileExclusive(path.join(dir, 'unpatched.bin'), () => Promise.resolve(failing))).rejects.toThrow('digest failed');
     await settleFileCleanups();
