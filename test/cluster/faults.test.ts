@@ -62,6 +62,14 @@ afterAll(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+// What one fault may take, above vitest's 120 s default: up to 180 s to the first merge
+// (the bound underLoad enforces), then the check waits for every table to merge all it
+// sealed. A killed worker's workflow tasks wait out the 30 s sticky queue timeout, and a
+// commit it was running holds the table's turn until stallSecs.commit (60 s) finds it
+// lost; both at once took CI past 120 s (first merge 29.9 s after the restart), and the
+// next tests then ran while that one still waited.
+const FAULT_TEST_MS = 360_000;
+
 /** Runs `fault` under load, then `restore`; returns seconds from restore to the first merge of a generation sealed after the fault began. */
 async function underLoad(name: string, fault: () => Promise<void>, restore: () => Promise<void>): Promise<void> {
   for (const l of loads.values()) l.start();
@@ -99,7 +107,7 @@ describe.skipIf('skip' in pg)('a 2-node Temporal cluster on PostgreSQL under loa
         await restartProcess(dir, 'temporal1');
       },
     );
-  });
+  }, FAULT_TEST_MS);
 
   test('b. SIGKILL of a worker, then its restart: nothing lost', async () => {
     await underLoad(
@@ -110,7 +118,7 @@ describe.skipIf('skip' in pg)('a 2-node Temporal cluster on PostgreSQL under loa
         await restartProcess(dir, 'worker0');
       },
     );
-  });
+  }, FAULT_TEST_MS);
 
   test('c. PostgreSQL restart (fast shutdown, start again): nothing lost', async () => {
     await underLoad(
@@ -118,7 +126,7 @@ describe.skipIf('skip' in pg)('a 2-node Temporal cluster on PostgreSQL under loa
       () => stopProcess(dir, 'postgres', 'SIGINT'),
       () => restartProcess(dir, 'postgres').then(() => undefined),
     );
-  });
+  }, FAULT_TEST_MS);
 
   test('d. the whole cluster down for 30 s while writers keep sealing: nothing lost', async () => {
     const sealedDuringOutage = new Map<string, number>();
@@ -138,5 +146,5 @@ describe.skipIf('skip' in pg)('a 2-node Temporal cluster on PostgreSQL under loa
     );
     // The writers sealed through the outage (seal is file-only; pressure: the last known).
     for (const n of sealedDuringOutage.values()) expect(n).toBeGreaterThan(10);
-  });
+  }, FAULT_TEST_MS);
 });
