@@ -4,3 +4,6 @@
 
 /** Lets timers and I/O callbacks (the Temporal bridge's among them) run before going on. */
 export const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** Bytes copied or hashed between two yields: about a millisecond of work. */
+export const YIELD_EVERY_BYTES = 2 * 2 ** 20;

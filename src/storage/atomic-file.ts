@@ -182,21 +182,17 @@ const SLICES_IN_FLIGHT = 8;
  */
 async function writeInSlices(handle: FileHandle, bytes: Uint8Array): Promise<void> {
   let next = 0;
-  let failure: { err: unknown } | null = null;
+  const errors: unknown[] = [];
   const lane = async (): Promise<void> => {
-    while (failure === null && next < bytes.byteLength) {
+    while (errors.length === 0 && next < bytes.byteLength) {
       const at = next;
       next += SLICE_BYTES;
-      try {
-        await writeAt(handle, bytes.subarray(at, at + SLICE_BYTES), at);
-      } catch (err) {
-        failure ??= { err };
-      }
+      await writeAt(handle, bytes.subarray(at, at + SLICE_BYTES), at).catch((err: unknown) => errors.push(err));
     }
   };
   // Every lane settles before this returns, also when a slice fails.
   await Promise.all(Array.from({ length: Math.min(SLICES_IN_FLIGHT, Math.ceil(bytes.byteLength / SLICE_BYTES)) }, lane));
-  if (failure) throw (failure as { err: unknown }).err;
+  if (errors.length > 0) throw errors[0];
 }
 
 /** All of `bytes` at `position` (a write may take less than it is given). */

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type * as ArrowNs from 'apache-arrow';
-import { yieldToEventLoop } from '../event-loop';
-import { joinIntoYielding } from './scratch';
+import { YIELD_EVERY_BYTES, yieldToEventLoop } from '../event-loop';
+import { joinInto } from './scratch';
 import { finishedBytes, type PatchedBytes } from './storage';
 
 // Arrow IPC has no checksum of its own: a flipped bit inside a column decodes as a
@@ -68,7 +68,7 @@ export async function encodeChecksumPending(arrow: typeof ArrowNs, table: ArrowN
   const tagged = new arrow.Table(schema, table.batches.map((b) => new arrow.RecordBatch(schema, b.data)));
   const chunks: Uint8Array[] = [];
   for await (const c of arrow.RecordBatchFileWriter.writeAll(tagged)) chunks.push(c);
-  const bytes = await joinIntoYielding(chunks, alloc);
+  const bytes = await joinInto(chunks, alloc);
   const at = occurrences(bytes, placeholder);
   if (at.length === 0) throw new Error('encodeChecksummed: the checksum metadata is not in a schema message or the footer');
   for (const p of at) ZEROS.copy(bytes, p);
@@ -76,9 +76,9 @@ export async function encodeChecksumPending(arrow: typeof ArrowNs, table: ArrowN
     bytes,
     finish: async () => {
       const hash = createHash('sha256');
-      for (let from = 0; from < bytes.byteLength; from += SLICE_BYTES) {
+      for (let from = 0; from < bytes.byteLength; from += YIELD_EVERY_BYTES) {
         if (from > 0) await yieldToEventLoop();
-        hash.update(bytes.subarray(from, from + SLICE_BYTES));
+        hash.update(bytes.subarray(from, from + YIELD_EVERY_BYTES));
       }
       const digest = Buffer.from(hash.digest('hex'), 'latin1');
       return at.map((p) => ({ at: p, bytes: digest }));
@@ -86,8 +86,6 @@ export async function encodeChecksumPending(arrow: typeof ArrowNs, table: ArrowN
   };
 }
 
-/** Bytes hashed between two yields to the event loop: about a millisecond. */
-const SLICE_BYTES = 2 * 2 ** 20;
 
 /** The schema copies of an IPC file as [start, end) offsets: the stream's first message and the footer (bounds checked). */
 function schemaRegions(buf: Buffer): [number, number][] {

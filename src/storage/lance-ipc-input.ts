@@ -39,5 +39,5 @@ export function acceptEncodedIpc(): void {
 export async function encodeForLance(table: ArrowTable, alloc: Alloc): Promise<EncodedIpc> {
   const chunks: Uint8Array[] = [];
   for await (const c of arrow.RecordBatchFileWriter.writeAll(table)) chunks.push(c);
-  return new EncodedIpc(joinInto(chunks, alloc), table.numRows);
+  return new EncodedIpc(await joinInto(chunks, alloc), table.numRows);
 }

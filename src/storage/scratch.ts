@@ -5,7 +5,7 @@
 // it was half of a 100k-row seal. A buffer is lent for the length of one callback and
 // must not be kept past it.
 
-import { yieldToEventLoop } from '../event-loop';
+import { YIELD_EVERY_BYTES, yieldToEventLoop } from '../event-loop';
 
 /** Buffers kept between uses, at most this many bytes per pool: bounds what a writer process holds on to. */
 const KEEP_BYTES = 64 * 2 ** 20;
@@ -53,27 +53,19 @@ function keep(pool: Pool, buf: Buffer): void {
   while (held > KEEP_BYTES) held -= free.shift()!.byteLength;
 }
 
-/** `chunks` (an encoder's output) joined into one buffer from `alloc`. */
-export function joinInto(chunks: readonly Uint8Array[], alloc: Alloc): Buffer {
-  const buf = alloc(chunks.reduce((n, c) => n + c.byteLength, 0));
-  let offset = 0;
-  for (const c of chunks) {
-    buf.set(c, offset);
-    offset += c.byteLength;
-  }
-  return buf;
-}
-
 /** Bytes currently kept for reuse (tests). */
 export const scratchKeptBytes = (): number => [...plain.free, ...shared.free].reduce((n, b) => n + b.byteLength, 0);
 
-/** joinInto, letting other callbacks run every 2 MiB copied (a 10 MiB batch took 10-25 ms in one piece). */
-export async function joinIntoYielding(chunks: readonly Uint8Array[], alloc: Alloc): Promise<Buffer> {
+/**
+ * `chunks` (an encoder's output) joined into one buffer from `alloc`, letting other
+ * callbacks run every YIELD_EVERY_BYTES copied (a 10 MiB batch took 10-25 ms in one piece).
+ */
+export async function joinInto(chunks: readonly Uint8Array[], alloc: Alloc): Promise<Buffer> {
   const buf = alloc(chunks.reduce((n, c) => n + c.byteLength, 0));
   let offset = 0;
   let sinceYield = 0;
   for (const c of chunks) {
-    if (sinceYield >= JOIN_SLICE_BYTES) {
+    if (sinceYield >= YIELD_EVERY_BYTES) {
       sinceYield = 0;
       await yieldToEventLoop();
     }
@@ -83,5 +75,3 @@ export async function joinIntoYielding(chunks: readonly Uint8Array[], alloc: All
   }
   return buf;
 }
-
-const JOIN_SLICE_BYTES = 2 * 2 ** 20;
