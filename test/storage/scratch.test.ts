@@ -4,9 +4,22 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { arrow, readIpcFile } from '../../src/storage/arrow';
 import { createTableMeta, sealGeneration } from '../../src/storage/generation-store';
-import { scratchKeptBytes, withScratch } from '../../src/storage/scratch';
+import { joinInto, scratchKeptBytes, withScratch } from '../../src/storage/scratch';
 
 describe('scratch buffers', () => {
+  it('joins chunks in order, letting callbacks queued meanwhile run before it is done', async () => {
+    const chunks = Array.from({ length: 6 }, (_, i) => new Uint8Array(2 ** 20).fill(i + 1));
+    let ticks = 0;
+    const tick = (): void => {
+      ticks++;
+      if (ticks < 100) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const joined = await joinInto(chunks, (n) => Buffer.alloc(n));
+    expect(ticks).toBeGreaterThanOrEqual(2); // 6 MiB: a yield every 2 MiB
+    expect(joined.equals(Buffer.concat(chunks))).toBe(true);
+  });
+
   it('lends the same memory again once a use ends, and distinct memory to overlapping uses', async () => {
     const first = await withScratch(async (alloc) => alloc(1_000_000).buffer);
     const again = await withScratch(async (alloc) => alloc(900_000).buffer);
