@@ -10,6 +10,7 @@ import {
 import { applyOverride, defaultPolicy, type PolicyOverride } from '../src/config/policy-schema';
 import {
   addRateSample,
+  canonicalOrder,
   carryOver,
   estimateDrain,
   initialState,
@@ -28,6 +29,7 @@ import { checkAwaitMerged, checkSignal, type SignalName } from '../src/message-c
 import * as msg from './messages';
 import { commitUnit, prepareUnit, runSnapshot } from './run-unit';
 import { Alarm } from './alarm';
+import { activationSettled } from './activation';
 import { hasPatch } from './patches';
 import { createUiPublisher } from './ui';
 import { createMetricsPublisher } from './metrics';
@@ -104,6 +106,10 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   const inbox: PolicyEvent[] = [{ type: 'timer' }];
   const alarm = new Alarm();
   const publishToUi = createUiPublisher(hasPatch('quiet-direct-turns'));
+  // Decisions once per activation, on all it delivered, in an order only its contents
+  // decide (workflows/activation.ts, src/policy/batch-order.ts). Runs recorded before
+  // split some activations into two decisions and replay as they ran.
+  const wholeActivations = hasPatch('whole-activations');
   const publishMetrics = createMetricsPublisher(st);
   // The drain ETA's window of rate samples and the record of the last turn grants: kept
   // by the shell (the core's decisions do not depend on them), carried across continue-as-new.
@@ -218,6 +224,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
 
   for (;;) {
     await condition(() => inbox.length > 0 || alarm.fired || rejectedUnpublished);
+    if (wholeActivations) await activationSettled();
     if (alarm.take()) inbox.push({ type: 'timer' });
     if (inbox.length === 0) {
       // Only dropped signals: publish their count; no step, so no command changes.
@@ -228,7 +235,8 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
     rejectedUnpublished = false;
 
     // Everything that arrived in this activation happened at one instant: decide once.
-    const r = stepAll(st, inbox.splice(0), now());
+    const batch = inbox.splice(0);
+    const r = stepAll(st, wholeActivations ? canonicalOrder(batch) : batch, now());
     st = r.state;
     // While draining for continue-as-new, start nothing new: carryOver() hands
     // unstarted work to the next run.

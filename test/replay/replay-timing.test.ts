@@ -1,0 +1,45 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { expect, test } from 'vitest';
+import { bundleWorkflowCode, Worker } from '@temporalio/worker';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
+import { WORKFLOWS_PATH } from '../../src/paths';
+import { HISTORIES_DIR, RECORD_DIR } from '../support/record-history';
+
+// Two workers can run the same history with an activation's jobs in another order, or
+// with results taking more promise steps on their way in (another SDK path, a worker
+// catching up on a run from its cache). A 2-node cluster test failed with nondeterminism
+// that way (session 23). The histories recorded by the current code must replay under
+// each such difference; the ones recorded before whole activations show the difference
+// is real: the same reorder breaks some of them.
+
+const PERTURBATIONS = ['signals-last', 'results-reversed', 'late-snapshots', 'late-merges'];
+const PREVIOUS_DIR = path.join(HISTORIES_DIR, '11-merge-preparation-priority');
+
+const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: console.error };
+const bundleWith = (perturbation: string) =>
+  bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: [path.join(__dirname, 'perturb', `${perturbation}.ts`)], logger: quiet });
+
+async function replayFailures(perturbation: string, dir: string): Promise<{ failures: string[]; replayed: number }> {
+  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
+  const histories = files.map((f) => ({ workflowId: f, history: historyFromJSON(JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'))) }));
+  const failures: string[] = [];
+  let replayed = 0;
+  for await (const r of Worker.runReplayHistories({ workflowBundle: await bundleWith(perturbation), replayName: `timing-${perturbation}` }, histories)) {
+    replayed++;
+    if (r.error) failures.push(`${r.workflowId}: ${r.error.message.slice(150, 450)}`);
+  }
+  return { failures, replayed };
+}
+
+test.each(PERTURBATIONS)('runs recorded by the current code replay with %s', async (perturbation) => {
+  const { failures, replayed } = await replayFailures(perturbation, RECORD_DIR);
+  expect(failures).toEqual([]);
+  expect(replayed).toBeGreaterThanOrEqual(20);
+}, 180_000);
+
+test('runs recorded before whole activations fail to replay with signals after results', async () => {
+  const { failures } = await replayFailures('signals-last', PREVIOUS_DIR);
+  expect(failures.length).toBeGreaterThan(0);
+  expect(failures.join('\n')).toContain('TMPRL1100');
+}, 180_000);
