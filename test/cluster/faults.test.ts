@@ -147,4 +147,15 @@ describe.skipIf('skip' in pg)('a 2-node Temporal cluster on PostgreSQL under loa
     // The writers sealed through the outage (seal is file-only; pressure: the last known).
     for (const n of sealedDuringOutage.values()) expect(n).toBeGreaterThan(10);
   }, FAULT_TEST_MS);
+
+  // A workflow task that fails with nondeterminism is retried, and a retry on a worker
+  // that replays the run whole may pass: the faults above then pass too, and only the
+  // workers' logs tell. Session 23 found one so (a worker catching up from its cache
+  // decided differently, workflows/activation.ts); this keeps it from hiding again.
+  test('e. no worker failed a workflow task with nondeterminism through the faults', () => {
+    const logs = fs.readdirSync(path.join(dir, 'logs')).filter((f) => /^worker\d+\.log$/.test(f));
+    expect(logs.length).toBe(2);
+    const failures = logs.flatMap((f) => fs.readFileSync(path.join(dir, 'logs', f), 'utf8').split('\n').filter((l) => l.includes('TMPRL1100')).map((l) => `${f}: ${l.slice(0, 400)}`));
+    expect(failures).toEqual([]);
+  });
 });
