@@ -44,8 +44,17 @@ let cachedBundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 
 /** Bundling takes seconds; do it once per process. */
 export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  cachedBundle ??= bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error } });
+  cachedBundle ??= bundleWorkflows();
   return cachedBundle;
+}
+
+/** The workflows bundled, with extra workflow interceptor modules (tests add some). */
+export function bundleWorkflows(interceptorModules: string[] = []): Promise<WorkflowBundleWithSourceMap> {
+  return bundleWorkflowCode({
+    workflowsPath: WORKFLOWS_PATH,
+    workflowInterceptorModules: interceptorModules,
+    logger: { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error },
+  });
 }
 
 export interface CreatedWorker {
