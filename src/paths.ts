@@ -13,3 +13,5 @@ function projectRoot(from: string): string {
 
 export const PROJECT_ROOT = projectRoot(__dirname);
 export const WORKFLOWS_PATH = path.join(PROJECT_ROOT, 'workflows', 'index.ts');
+/** The workflow interceptor that drops stale cached runs (workflows/stale-cache-guard.ts). */
+export const STALE_CACHE_GUARD_PATH = path.join(PROJECT_ROOT, 'workflows', 'stale-cache-guard.ts');

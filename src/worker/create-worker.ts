@@ -1,7 +1,7 @@
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { activityInterceptors, createActivities, type ActivityDeps } from '../../activities';
 import { dedupThreadsFor, WARM_UP_ROWS } from '../../activities/dedup-threads';
-import { WORKFLOWS_PATH } from '../paths';
+import { STALE_CACHE_GUARD_PATH, WORKFLOWS_PATH } from '../paths';
 import { installQuietRuntime } from './runtime';
 import { defaultIdentity, fleetMemory, type FleetMemory } from './fleet-memory';
 import { connectionSecurity } from '../client/connection-security';
@@ -52,7 +52,7 @@ export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
 export function bundleWorkflows(interceptorModules: string[] = []): Promise<WorkflowBundleWithSourceMap> {
   return bundleWorkflowCode({
     workflowsPath: WORKFLOWS_PATH,
-    workflowInterceptorModules: interceptorModules,
+    workflowInterceptorModules: [STALE_CACHE_GUARD_PATH, ...interceptorModules],
     logger: { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error },
   });
 }

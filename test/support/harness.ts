@@ -9,6 +9,7 @@ import { installQuietRuntime } from '../../src/worker/runtime';
 import { connectClient } from '../../src/client/connect';
 import { TableClient } from '../../src/client/table-client';
 import { createWorker, workflowBundle } from '../../src/worker/create-worker';
+import { defaultIdentity } from '../../src/worker/fleet-memory';
 import type { ActivityDeps } from '../../activities';
 import { settleSealedHints } from '../../src/storage/sealed-hint';
 
@@ -56,8 +57,11 @@ export async function startHarness(opts: { name: string; deps?: Partial<Activity
   const running = new Map<Worker, { done: Promise<void>; close: () => Promise<void> }>();
   const bundle = await workflowBundle();
 
+  let added = 0;
   const addWorker = async (deps?: Partial<ActivityDeps>): Promise<Worker> => {
     const { worker, connection } = await createWorker({
+      // One identity per worker: histories tell which one ran each task.
+      identity: `${defaultIdentity()}/w${added++}`,
       address,
       namespace: 'default',
       taskQueue,
