@@ -5,12 +5,12 @@ import { condition } from '@temporalio/workflow';
  * a condition when it is registered and next only after the activation's promise
  * callbacks have all drained (or in a later activation, if none is under way).
  *
- * Why: the table workflow wakes when the first event of an activation lands in its
- * inbox, and without this it decided on what had landed by then. Which activity results
- * that was depended on how many promise steps each took, and a worker that caught up on
- * a run from its cache split one activation's results into two decisions where the
- * recorded run had made one: the commands differed and the run failed with
- * nondeterminism (cluster faults, session 23).
+ * Why: without it the shell decided on whatever had reached its inbox when the first
+ * event of an activation woke it, so its decisions depended on how many promise steps
+ * each activity result took. Session 23 blamed a nondeterminism failure on that; it
+ * came back, on workers catching up stale cached runs (cause there not found; such runs
+ * are now replayed from history, workflows/stale-cache-guard.ts). Deciding once per activation is kept: the decisions
+ * then depend only on what the history says the activation held.
  */
 export function activationSettled(): Promise<void> {
   let evaluated = false;

@@ -150,8 +150,9 @@ describe.skipIf('skip' in pg)('a 2-node Temporal cluster on PostgreSQL under loa
 
   // A workflow task that fails with nondeterminism is retried, and a retry on a worker
   // that replays the run whole may pass: the faults above then pass too, and only the
-  // workers' logs tell. Session 23 found one so (a worker catching up from its cache
-  // decided differently, workflows/activation.ts); this keeps it from hiding again.
+  // workers' logs tell. Sessions 22-24 found some so (workers catching up stale cached
+  // runs, now replayed from history instead: workflows/stale-cache-guard.ts); this keeps
+  // any such failure from hiding.
   test('e. no worker failed a workflow task with nondeterminism through the faults', () => {
     const logs = fs.readdirSync(path.join(dir, 'logs')).filter((f) => /^worker\d+\.log$/.test(f));
     expect(logs.length).toBe(2);
