@@ -46,7 +46,7 @@ const workerTunables = (env: NodeJS.ProcessEnv): NodeJS.ProcessEnv => {
 };
 
 /** A `turnstile worker` process of its own, so its peak RSS is the worker's alone. */
-export async function startWorkerProcess(address: string, taskQueue: string, root: string): Promise<ChildProcess> {
+export async function startWorkerProcess(address: string, taskQueue: string, root: string, env: NodeJS.ProcessEnv = {}): Promise<ChildProcess> {
   // BENCH_WORKER_NODE_ARGS='--cpu-prof --cpu-prof-dir=DIR' profiles the worker;
   // BENCH_WORKER_STDOUT=FILE appends its output there (e.g. with '--trace-gc').
   const extra = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
@@ -57,7 +57,7 @@ export async function startWorkerProcess(address: string, taskQueue: string, roo
     cwd: PROJECT_ROOT,
     // As README "Running workers" asks of every deployment; BENCH_WORKER_PLAIN_MALLOC=1 leaves it out,
     // BENCH_WORKER_GLIBC_TUNABLES='glibc.malloc.arena_max=2' (say) adds to it for the worker alone.
-    env: { ...(process.env.BENCH_WORKER_PLAIN_MALLOC ? process.env : withWorkerMalloc(workerTunables(process.env))), TEMPORAL_ADDRESS: address, TURNSTILE_TASK_QUEUE: taskQueue, TURNSTILE_DATA: root },
+    env: { ...(process.env.BENCH_WORKER_PLAIN_MALLOC ? process.env : withWorkerMalloc(workerTunables(process.env))), TEMPORAL_ADDRESS: address, TURNSTILE_TASK_QUEUE: taskQueue, TURNSTILE_DATA: root, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   await new Promise<void>((resolve, reject) => {

@@ -86,4 +86,18 @@ describe('config loader', () => {
     for (const bad of ['-1', '17', '1.5', 'two']) expect(threads({ TURNSTILE_DEDUP_THREADS: bad })).toMatch(/^worker\.dedupThreads: must be an integer in \[0, 16\]/);
     expect(threads({}, { worker: { dedupThreads: 2.5 } })).toMatch(/^worker\.dedupThreads: must be an integer in \[0, 16\]/);
   });
+
+  test('workflow stack traces: off unless the file or TURNSTILE_WORKFLOW_STACK_TRACES turns them on; anything but a boolean named', () => {
+    const stacks = (env: Record<string, string>, file?: unknown) => {
+      const r = loadConfig(env, file);
+      return r.ok ? r.config.worker.workflowStackTraces : r.error;
+    };
+    expect(stacks({})).toBe(false);
+    expect(stacks({ TURNSTILE_WORKFLOW_STACK_TRACES: '1' })).toBe(true);
+    expect(stacks({ TURNSTILE_WORKFLOW_STACK_TRACES: 'true' })).toBe(true);
+    expect(stacks({ TURNSTILE_WORKFLOW_STACK_TRACES: '0' }, { worker: { workflowStackTraces: true } })).toBe(false);
+    expect(stacks({}, { worker: { workflowStackTraces: true } })).toBe(true);
+    for (const bad of ['yes', '2']) expect(stacks({ TURNSTILE_WORKFLOW_STACK_TRACES: bad })).toMatch(/^worker\.workflowStackTraces: must be true or false/);
+    expect(stacks({}, { worker: { workflowStackTraces: 'on' } })).toMatch(/^worker\.workflowStackTraces: must be true or false/);
+  });
 });

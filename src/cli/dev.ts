@@ -10,7 +10,7 @@ import { PROJECT_ROOT } from '../paths';
 import { int, str, UsageError, type Parsed } from './args';
 import { readCheckedConfig } from './context';
 import { runDemo } from './demo';
-import { installWorkerRuntime } from './worker';
+import { installWorkerRuntime, workerOptionsOf } from './worker';
 
 // `turnstile dev`: the embedded default. Starts (or reuses) the Temporal dev server with
 // SQLite under --data, N workers, optionally the demo, and stops everything it started
@@ -66,9 +66,7 @@ export async function dev(p: Parsed): Promise<void> {
   for (let i = 0; i < workerCount; i++) {
     const { worker, connection, unregister } = await createWorker({
       ...config.temporal,
-      deps: { dataRoot: config.dataRoot, prepareCheckpointSecs: config.worker.prepareCheckpointSecs, ...(config.worker.dedupThreads === undefined ? {} : { dedupThreadCount: config.worker.dedupThreads }) },
-      maxConcurrentActivities: config.worker.maxConcurrentActivities,
-      shutdownGraceSecs: config.worker.shutdownGraceSecs,
+      ...workerOptionsOf(config),
       identity: `turnstile-dev-${process.pid}-${i}`,
       memoryBudgetBytes: budget,
     });

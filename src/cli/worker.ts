@@ -1,6 +1,6 @@
 import type { Config } from '../config/config-schema';
 import { formatBytes } from '../config/bytes';
-import { createWorker } from '../worker/create-worker';
+import { createWorker, type WorkerOptions } from '../worker/create-worker';
 import { defaultBudgetBytes } from '../worker/fleet-memory';
 import { installRuntime } from '../worker/runtime';
 import { type Parsed } from './args';
@@ -16,6 +16,16 @@ export async function installWorkerRuntime(config: Config, label = 'Metrics:'): 
   if (bound) console.log(`${label} http://${bound}/metrics`);
 }
 
+/** What `worker` and `dev` pass every worker from the configuration. */
+export function workerOptionsOf(config: Config): Pick<WorkerOptions, 'deps' | 'maxConcurrentActivities' | 'shutdownGraceSecs' | 'workflowStackTraces'> {
+  return {
+    deps: { dataRoot: config.dataRoot, prepareCheckpointSecs: config.worker.prepareCheckpointSecs, ...(config.worker.dedupThreads === undefined ? {} : { dedupThreadCount: config.worker.dedupThreads }) },
+    maxConcurrentActivities: config.worker.maxConcurrentActivities,
+    shutdownGraceSecs: config.worker.shutdownGraceSecs,
+    workflowStackTraces: config.worker.workflowStackTraces,
+  };
+}
+
 /** `turnstile worker`: one stateless worker against TEMPORAL_ADDRESS; scale by running more. */
 export async function worker(_p: Parsed): Promise<void> {
   const config = await readCheckedConfig();
@@ -23,9 +33,7 @@ export async function worker(_p: Parsed): Promise<void> {
   const budget = config.worker.memoryBudgetBytes ?? defaultBudgetBytes();
   const { worker, connection, memory, identity, unregister } = await createWorker({
     ...config.temporal,
-    deps: { dataRoot: config.dataRoot, prepareCheckpointSecs: config.worker.prepareCheckpointSecs, ...(config.worker.dedupThreads === undefined ? {} : { dedupThreadCount: config.worker.dedupThreads }) },
-    maxConcurrentActivities: config.worker.maxConcurrentActivities,
-    shutdownGraceSecs: config.worker.shutdownGraceSecs,
+    ...workerOptionsOf(config),
     memoryBudgetBytes: budget,
   });
   const from = config.worker.memoryBudgetBytes === undefined ? 'default: half the machine' : 'worker.memoryBudgetBytes';

@@ -28,6 +28,10 @@ export const configSchema = z
         dedupThreads: z
           .preprocess((v) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v), z.number({ invalid_type_error: 'must be an integer in [0, 16] (env TURNSTILE_DEDUP_THREADS)' }).int({ message: 'must be an integer in [0, 16]' }).min(0, { message: 'must be an integer in [0, 16]' }).max(16, { message: 'must be an integer in [0, 16]' }))
           .optional(),
+        // Off: the SDK's workflow stack traces cost a third of each activation (src/worker/workflow-stack-traces.ts).
+        workflowStackTraces: z
+          .preprocess((v) => (v === '1' || v === 'true' ? true : v === '0' || v === 'false' ? false : v), z.boolean({ invalid_type_error: 'must be true or false (env TURNSTILE_WORKFLOW_STACK_TRACES: 1, 0, true or false)' }))
+          .default(false),
         // Port 0 picks a free port (printed at start), so several workers on one host never collide.
         metricsAddress: z
           .string()
@@ -52,7 +56,7 @@ export const configSchema = z
 export interface Config {
   temporal: { address: string; namespace: string; taskQueue: string };
   dataRoot: string;
-  worker: { maxConcurrentActivities: number; shutdownGraceSecs: number; prepareCheckpointSecs: number; dedupThreads?: number | undefined; metricsAddress: string; memoryBudgetBytes?: number | undefined };
+  worker: { maxConcurrentActivities: number; shutdownGraceSecs: number; prepareCheckpointSecs: number; dedupThreads?: number | undefined; workflowStackTraces: boolean; metricsAddress: string; memoryBudgetBytes?: number | undefined };
   policy: Policy;
 }
 
@@ -65,6 +69,7 @@ export const ENV_KEYS: Record<string, string[]> = {
   TURNSTILE_METRICS_ADDRESS: ['worker', 'metricsAddress'],
   TURNSTILE_WORKER_MEMORY: ['worker', 'memoryBudgetBytes'],
   TURNSTILE_DEDUP_THREADS: ['worker', 'dedupThreads'],
+  TURNSTILE_WORKFLOW_STACK_TRACES: ['worker', 'workflowStackTraces'],
 };
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; error: string };

@@ -1,5 +1,5 @@
 import { arrow, type Vector } from './arrow';
-import { keyHasher, shardRouter, type Key } from './routing';
+import { keyHasher, ownerOfCodes, shardRouter, type Key, type KeyHasher } from './routing';
 
 // The seal checks that every row of a generation belongs to its shard. Through
 // `vector.get(i)` an Int64 key becomes a BigInt and then a string, and that cost 16-18
@@ -34,17 +34,16 @@ export function firstMisrouted(keys: Vector, shards: readonly string[], shard: s
   return null;
 }
 
-type Hasher = ReturnType<typeof keyHasher>;
 type Data = Vector['data'][number];
 
 /** Index of the first misrouted row of one chunk, -1 if none, or null if the chunk's type has no fast path. */
-function fastScan(data: Data, hasher: Hasher, want: number, digits: Uint16Array): number | null {
+function fastScan(data: Data, hasher: KeyHasher, want: number, digits: Uint16Array): number | null {
   if (want < 0 || data.nullCount > 0) return null;
   const t = data.type;
   if (arrow.DataType.isInt(t)) {
     const values = data.values as ArrayLike<number> & ArrayBufferView;
     if (t.bitWidth < 64) {
-      for (let i = 0; i < data.length; i++) if (hasher.ownerOfCodes(digits, decimalCodes(values[i]!, digits), digits.length) !== want) return i;
+      for (let i = 0; i < data.length; i++) if (ownerOfCodes(hasher, digits, decimalCodes(values[i]!, digits), digits.length) !== want) return i;
       return -1;
     }
     const halves = new Uint32Array(values.buffer, values.byteOffset, data.length * 2);
@@ -54,7 +53,7 @@ function fastScan(data: Data, hasher: Hasher, want: number, digits: Uint16Array)
       const hi = t.isSigned ? hiBits | 0 : hiBits;
       // Beyond ±2^53 a Number would round; those rows go through the generic path.
       if (hi >= 0x200000 || hi < -0x200000) return null;
-      if (hasher.ownerOfCodes(digits, decimalCodes(hi * TWO_32 + lo, digits), digits.length) !== want) return i;
+      if (ownerOfCodes(hasher, digits, decimalCodes(hi * TWO_32 + lo, digits), digits.length) !== want) return i;
     }
     return -1;
   }
@@ -72,7 +71,7 @@ function fastScan(data: Data, hasher: Hasher, want: number, digits: Uint16Array)
         if (c >= 0x80) return null;
         units[b - start] = c;
       }
-      if (hasher.ownerOfCodes(units, 0, end - start) !== want) return i;
+      if (ownerOfCodes(hasher, units, 0, end - start) !== want) return i;
     }
     return -1;
   }

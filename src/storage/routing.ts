@@ -40,40 +40,51 @@ const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 /** The owner function of one shard set: call it once, use it for many keys. */
 export function shardRouter(shards: readonly string[]): (key: Key) => string {
   const h = keyHasher(shards);
-  return (key) => shards[h.ownerOfText(canonicalKey(key))] as string;
+  return (key) => shards[ownerOfText(h, canonicalKey(key))] as string;
+}
+
+/** One shard set's hashing state: the FNV state after each shard's prefix, computed once. */
+export interface KeyHasher {
+  readonly shards: readonly string[];
+  readonly prefixes: Int32Array;
+}
+
+export function keyHasher(shards: readonly string[]): KeyHasher {
+  if (shards.length === 0) throw new Error('shardOfKey: the table has no shards');
+  return { shards, prefixes: Int32Array.from(shards, (shard) => fnv(FNV_OFFSET, `${shard}\u0000`)) };
 }
 
 /**
- * The owner (an index into `shards`) of a key's canonical text, given as a string or
- * as its UTF-16 code units (route-column.ts hashes column buffers without strings).
+ * The owner (an index into `h.shards`) of a key given as the UTF-16 code units of its
+ * canonical text. One module-level function, not a closure per shard set: a seal's loop
+ * (route-column.ts) that called a new closure each seal was optimised for the previous
+ * seal's closure and deoptimised ("wrong call target") on every seal's first row, so
+ * each of a writer's first seals ran its 100k-row check unoptimised (37 ms, then 6).
  */
-export function keyHasher(shards: readonly string[]): { ownerOfText(text: string): number; ownerOfCodes(codes: Uint16Array, from: number, to: number): number } {
-  if (shards.length === 0) throw new Error('shardOfKey: the table has no shards');
-  const prefixes = shards.map((shard) => fnv(FNV_OFFSET, `${shard}\u0000`));
-  // Without a closure per key: this runs once per row of every multi-shard seal, over
-  // one array type only (a loop that sees several reads its elements the slow way).
-  const ownerOfCodes = (codes: Uint16Array, from: number, to: number): number => {
-    let at = 0;
-    let bestScore = -1;
-    for (let j = 0; j < prefixes.length; j++) {
-      let h = prefixes[j] as number;
-      for (let i = from; i < to; i++) h = Math.imul(h ^ (codes[i] as number), FNV_PRIME);
-      const score = fmix32(h);
-      // Ties (rare) go to the lexicographically smaller name so the order of `shards` never matters.
-      if (score > bestScore || (score === bestScore && (shards[j] as string) < (shards[at] as string))) {
-        at = j;
-        bestScore = score;
-      }
+export function ownerOfCodes(h: KeyHasher, codes: Uint16Array, from: number, to: number): number {
+  const { prefixes, shards } = h;
+  let at = 0;
+  let bestScore = -1;
+  for (let j = 0; j < prefixes.length; j++) {
+    let hash = prefixes[j] as number;
+    for (let i = from; i < to; i++) hash = Math.imul(hash ^ (codes[i] as number), FNV_PRIME);
+    const score = fmix32(hash);
+    // Ties (rare) go to the lexicographically smaller name so the order of `shards` never matters.
+    if (score > bestScore || (score === bestScore && (shards[j] as string) < (shards[at] as string))) {
+      at = j;
+      bestScore = score;
     }
-    return at;
-  };
-  let units = new Uint16Array(64);
-  const ownerOfText = (text: string): number => {
-    if (text.length > units.length) units = new Uint16Array(text.length * 2);
-    for (let i = 0; i < text.length; i++) units[i] = text.charCodeAt(i);
-    return ownerOfCodes(units, 0, text.length);
-  };
-  return { ownerOfText, ownerOfCodes };
+  }
+  return at;
+}
+
+let textUnits = new Uint16Array(64);
+
+/** The owner (an index into `h.shards`) of a key's canonical text. */
+export function ownerOfText(h: KeyHasher, text: string): number {
+  if (text.length > textUnits.length) textUnits = new Uint16Array(text.length * 2);
+  for (let i = 0; i < text.length; i++) textUnits[i] = text.charCodeAt(i);
+  return ownerOfCodes(h, textUnits, 0, text.length);
 }
 
 export function shardOfKey(key: Key, shards: readonly string[]): string {

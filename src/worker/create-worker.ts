@@ -6,6 +6,7 @@ import { installQuietRuntime } from './runtime';
 import { defaultIdentity, fleetMemory, type FleetMemory } from './fleet-memory';
 import { connectionSecurity } from '../client/connection-security';
 import { warmUpMergePath } from './warm-up';
+import { withWorkflowStackTraces } from './workflow-stack-traces';
 import { DEFAULT_ACTIVITY_SLOTS } from '../reservation-sizes';
 
 // A Turnstile worker: stateless and identical to every other; run as many as needed on
@@ -26,6 +27,8 @@ export interface WorkerOptions {
    * polls only with headroom (fleet-memory.ts). Absent: no admission (tests).
    */
   memoryBudgetBytes?: number;
+  /** The SDK's workflow stack traces (workflow-stack-traces.ts); off by default. */
+  workflowStackTraces?: boolean;
 }
 
 /**
@@ -40,21 +43,23 @@ export interface WorkerOptions {
  */
 export const STICKY_QUEUE_TIMEOUT_SECS = 30;
 
-let cachedBundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+const cachedBundles: Record<'stacks' | 'noStacks', Promise<WorkflowBundleWithSourceMap> | undefined> = { stacks: undefined, noStacks: undefined };
 
-/** Bundling takes seconds; do it once per process. */
-export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  cachedBundle ??= bundleWorkflows();
-  return cachedBundle;
+/** Bundling takes seconds; do it once per process (stack traces: workflow-stack-traces.ts). */
+export function workflowBundle(opts: { stackTraces?: boolean } = {}): Promise<WorkflowBundleWithSourceMap> {
+  const which = opts.stackTraces ? 'stacks' : 'noStacks';
+  cachedBundles[which] ??= bundleWorkflows([], opts);
+  return cachedBundles[which];
 }
 
 /** The workflows bundled, with extra workflow interceptor modules (tests add some). */
-export function bundleWorkflows(interceptorModules: string[] = []): Promise<WorkflowBundleWithSourceMap> {
-  return bundleWorkflowCode({
+export async function bundleWorkflows(interceptorModules: string[] = [], opts: { stackTraces?: boolean } = {}): Promise<WorkflowBundleWithSourceMap> {
+  const bundle = await bundleWorkflowCode({
     workflowsPath: WORKFLOWS_PATH,
     workflowInterceptorModules: [STALE_CACHE_GUARD_PATH, ...interceptorModules],
     logger: { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error },
   });
+  return withWorkflowStackTraces(bundle, opts.stackTraces ?? false);
 }
 
 export interface CreatedWorker {
@@ -92,7 +97,7 @@ export async function createWorker(opts: WorkerOptions): Promise<CreatedWorker> 
     connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
-    workflowBundle: opts.bundle ?? (await workflowBundle()),
+    workflowBundle: opts.bundle ?? (await workflowBundle({ stackTraces: opts.workflowStackTraces ?? false })),
     activities: createActivities(deps),
     interceptors: { activity: activityInterceptors },
     // The tuner replaces the slot count (the SDK takes one or the other).

@@ -67,3 +67,10 @@ test('memory-factor: peak RSS added by a prepare and a commit, in fresh processe
   // Tiny units add less than the noise of a process's RSS: a difference may come out negative.
   expect(out).toMatch(/^\| 4000 \| [\d.]+ MiB \| -?[\d.]+ MiB \| -?[\d.]+ \| -?[\d.]+ MiB \| -?[\d.]+ \|$/m);
 }, 300_000);
+
+test('workflow-task-cost: both modes counted from the histories, the ratio printed', async () => {
+  const out = await bench('workflow-task-cost.ts', ['--tables', '2', '--rounds', '3', '--pause-ms', '50']);
+  // Each of the 2 tables took each of the 3 signals in a workflow task of its own or with another.
+  for (const mode of ['stack traces on', 'stack traces off \\(default\\)']) expect(out).toMatch(new RegExp(`^${mode} +([2-9]|\\d{2,}) +[\\d.]+ +[\\d.]+ +\\d+ +\\d+$`, 'm'));
+  expect(out).toMatch(/^CPU per workflow task, off \/ on: [\d.]+x$/m);
+});
