@@ -11,6 +11,7 @@ import type { TableWorkflowArgs } from '../workflows';
 import { shardNames } from '../src/names';
 import { createTableMeta } from '../src/storage/generation-store';
 import { benchServer, cpuSeconds, startWorkerProcess, stopProcess } from './support';
+import { stat, workflowTaskLatencies } from './phases';
 
 // What a workflow task costs a worker, with the SDK's workflow stack traces on and off
 // (src/worker/workflow-stack-traces.ts), side by side in one run: two `turnstile worker`
@@ -59,10 +60,6 @@ const MODES: Mode[] = [
 ];
 
 const ms = (t: temporal.api.history.v1.IHistoryEvent) => Number(t.eventTime!.seconds) * 1000 + Math.floor((t.eventTime!.nanos ?? 0) / 1e6);
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? (s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] as number) : NaN;
-};
 
 async function main(): Promise<void> {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-bench-wft-'));
@@ -118,21 +115,11 @@ async function main(): Promise<void> {
     const perTask: number[] = [];
     for (const [m, r] of runs.entries()) {
       const lat: number[] = [];
-      let tasks = 0;
-      for (const n of r.names) {
-        let started = 0;
-        for (const e of await lastEvents(r, n)) {
-          if (ms(e) < startMs) continue;
-          if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_STARTED) started = ms(e);
-          if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED && started) {
-            tasks++;
-            lat.push(ms(e) - started);
-          }
-        }
-      }
+      for (const n of r.names) lat.push(...workflowTaskLatencies((await lastEvents(r, n)).filter((e) => ms(e) >= startMs)).wftRun);
+      const { n: tasks, p50, p99 } = stat(lat);
       const cpu = (cpu1[m] as number) - (cpu0[m] as number);
       perTask.push((cpu * 1000) / tasks);
-      console.log(`${r.mode.name.padEnd(28)} ${String(tasks).padStart(6)} ${cpu.toFixed(2).padStart(13)} ${((cpu * 1000) / tasks).toFixed(2).padStart(12)} ${String(pct(lat, 50)).padStart(12)} ${String(pct(lat, 99)).padStart(12)}`);
+      console.log(`${r.mode.name.padEnd(28)} ${String(tasks).padStart(6)} ${cpu.toFixed(2).padStart(13)} ${((cpu * 1000) / tasks).toFixed(2).padStart(12)} ${String(p50).padStart(12)} ${String(p99).padStart(12)}`);
     }
     console.log(`CPU per workflow task, off / on: ${((perTask[1] as number) / (perTask[0] as number)).toFixed(2)}x`);
   } finally {
