@@ -1,5 +1,10 @@
 import { arrow, type Vector } from './arrow';
-import { keyHasher, ownerOfCodes, shardRouter, type Key, type KeyHasher } from './routing';
+import { keyHasher, ownerOfCodes as importedOwnerOfCodes, shardRouter, type Key, type KeyHasher } from './routing';
+
+// Bound once, as routing.ts binds its imports: through tsx (a writer run as TypeScript)
+// every call of an imported function is a getter call on the other module's exports,
+// here once per row.
+const ownerOfCodes = importedOwnerOfCodes;
 
 // The seal checks that every row of a generation belongs to its shard. Through
 // `vector.get(i)` an Int64 key becomes a BigInt and then a string, and that cost 16-18
@@ -84,23 +89,37 @@ function genericScan(data: Data, ownerOf: (k: Key) => string, shard: string): nu
   return -1;
 }
 
-/** Writes the decimal text of safe integer `n` at the end of `out` as char codes; returns where it starts. */
+/** The two decimal digits of 0..99 as char codes, "00" to "99". */
+const DIGIT_PAIRS = Uint16Array.from({ length: 200 }, (_, i) => 48 + (i % 2 === 0 ? Math.floor(i / 20) : (i >> 1) % 10));
+
+/**
+ * Writes the decimal text of safe integer `n` at the end of `out` as char codes; returns
+ * where it starts. Two digits per division: the seal checks every key of a generation.
+ */
 function decimalCodes(n: number, out: Uint16Array): number {
   let v = n < 0 ? -n : n;
-  // Least significant digit first, from the end of `out` backwards.
+  // Least significant digits first, from the end of `out` backwards.
   let at = out.length;
   // Above 2^31 with doubles, then (most keys) in 32-bit integers, which divide faster.
   while (v > 0x7fffffff) {
-    const q = Math.floor(v / 10);
-    out[--at] = 48 + (v - q * 10);
+    const q = Math.floor(v / 100);
+    const r = 2 * (v - q * 100);
+    out[--at] = DIGIT_PAIRS[r + 1]!;
+    out[--at] = DIGIT_PAIRS[r]!;
     v = q;
   }
   let w = v | 0;
-  do {
-    const q = (w / 10) | 0;
-    out[--at] = 48 + (w - q * 10);
+  while (w >= 100) {
+    const q = (w / 100) | 0;
+    const r = 2 * (w - q * 100);
+    out[--at] = DIGIT_PAIRS[r + 1]!;
+    out[--at] = DIGIT_PAIRS[r]!;
     w = q;
-  } while (w > 0);
+  }
+  if (w >= 10) {
+    out[--at] = DIGIT_PAIRS[2 * w + 1]!;
+    out[--at] = DIGIT_PAIRS[2 * w]!;
+  } else out[--at] = 48 + w;
   if (n < 0) out[--at] = 45; // '-'
   return at;
 }
