@@ -100,15 +100,8 @@ const scratchInt64 = (b: Buffer, n: number): BigInt64Array => new BigInt64Array(
 /** `n` copies of the Int64 `seq`, written as 32-bit halves (BigInt64Array.fill is ~30x slower). */
 function int64Repeated(seq: number, n: number, alloc?: Alloc): BigInt64Array {
   const out = alloc ? scratchInt64(alloc(8 * n), n) : new BigInt64Array(n);
-  const halves = new Uint32Array(out.buffer, out.byteOffset, 2 * n);
-  const one = new Uint32Array(new BigInt64Array([BigInt(seq)]).buffer);
-  const lo = one[0]!;
-  const hi = one[1]!;
-  for (let i = 0; i < 2 * n; i += 2) {
-    halves[i] = lo;
-    halves[i + 1] = hi;
-  }
-  return out;
+  // Native fill: no JavaScript loop to warm up (a writer's first seals run it cold).
+  return out.fill(BigInt(seq));
 }
 
 /**
