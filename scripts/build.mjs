@@ -3,7 +3,10 @@
 // without transpiling TypeScript on every run. npm packages stay external: they are
 // `require`d from node_modules exactly as lancedb requires them (one apache-arrow), and
 // each command still loads only the packages it needs. The worker's workflow bundle is
-// still built by the Temporal bundler from the TypeScript sources in workflows/.
+// built here too, by the Temporal bundler (dist/workflow-bundle.js): a
+// worker run from dist/ loads it instead of running webpack at every start, which took
+// seconds and left webpack's modules (~30 MB of strings and code) in the worker's heap,
+// where every full garbage collection walked them (src/worker/create-worker.ts).
 //
 // `ensureBuilt()` is cheap when nothing changed (stats ~100 files, no esbuild load):
 // dist/cli.stamp holds a digest of every source file's path, size and mtime, so an
@@ -19,6 +22,7 @@ export const CLI_JS = path.join(DIST, 'cli.js');
 // A worker's dedup threads run this script (activities/dedup-threads.ts looks for it beside cli.js).
 const THREAD_JS = path.join(DIST, 'dedup-thread.js');
 const STAMP = path.join(DIST, 'cli.stamp');
+export const WORKFLOW_BUNDLE_JS = path.join(DIST, 'workflow-bundle.js');
 const SOURCE_DIRS = ['src', 'workflows', 'activities'];
 const SOURCE_FILES = ['package.json', 'tsconfig.json', 'scripts/build.mjs'];
 
@@ -50,7 +54,7 @@ export function sourceStamp() {
 
 function isFresh(stamp) {
   try {
-    return fs.readFileSync(STAMP, 'utf8') === stamp && fs.existsSync(CLI_JS) && fs.existsSync(THREAD_JS);
+    return fs.readFileSync(STAMP, 'utf8') === stamp && fs.existsSync(CLI_JS) && fs.existsSync(THREAD_JS) && fs.existsSync(WORKFLOW_BUNDLE_JS);
   } catch {
     return false;
   }
@@ -63,7 +67,20 @@ function writeAtomic(file, text) {
   fs.renameSync(tmp, file);
 }
 
-/** Builds dist/cli.js and dist/dedup-thread.js. The stamp is taken before reading, so a source edited meanwhile rebuilds next time. */
+/** The workflows and the stale-cache guard as the SDK's bundler packs them for a worker (same inputs as src/worker/create-worker.ts bundleWorkflows). */
+async function buildWorkflowBundle() {
+  const { bundleWorkflowCode } = await import('@temporalio/worker');
+  const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error };
+  const b = await bundleWorkflowCode({
+    workflowsPath: path.join(root, 'workflows', 'index.ts'),
+    workflowInterceptorModules: [path.join(root, 'workflows', 'stale-cache-guard.ts')],
+    logger: quiet,
+  });
+  // The source map is inline in the code (the SDK no longer uses a separate one).
+  writeAtomic(WORKFLOW_BUNDLE_JS, b.code);
+}
+
+/** Builds dist/cli.js, dist/dedup-thread.js and the workflow bundle. The stamp is taken before reading, so a source edited meanwhile rebuilds next time. */
 export async function build() {
   const stamp = sourceStamp();
   const esbuild = await import('esbuild');
@@ -82,6 +99,7 @@ export async function build() {
     logLevel: 'silent',
   });
   fs.mkdirSync(DIST, { recursive: true });
+  await buildWorkflowBundle();
   // Maps and the thread's script first: cli.js appearing is what a concurrent start waits for.
   const outputs = r.outputFiles.sort((a, b) => Number(a.path === CLI_JS) - Number(b.path === CLI_JS));
   for (const f of outputs) writeAtomic(f.path, f.contents);

@@ -1,6 +1,6 @@
 import type { Config } from '../config/config-schema';
 import { formatBytes } from '../config/bytes';
-import { createWorker, type WorkerOptions } from '../worker/create-worker';
+import { createWorker, workflowBundleSource, type WorkerOptions } from '../worker/create-worker';
 import { defaultBudgetBytes } from '../worker/fleet-memory';
 import { installRuntime } from '../worker/runtime';
 import { type Parsed } from './args';
@@ -38,6 +38,7 @@ export async function worker(_p: Parsed): Promise<void> {
   });
   const from = config.worker.memoryBudgetBytes === undefined ? 'default: half the machine' : 'worker.memoryBudgetBytes';
   console.log(`memory budget ${formatBytes(budget)} (${budget} bytes, ${from}); prepared cache ${formatBytes(memory!.cacheBytes)}, largest unit ${formatBytes(memory!.claimBytes())}`);
+  console.log(`workflow bundle: ${workflowBundleSource()}`);
   console.log(`worker on ${config.temporal.address} task queue ${config.temporal.taskQueue}, data ${config.dataRoot}, identity ${identity}`);
   // The SDK's worker shuts down gracefully on SIGINT/SIGTERM by itself: it stops polling
   // and lets running activities finish for worker.shutdownGraceSecs.

@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { activityInterceptors, createActivities, type ActivityDeps } from '../../activities';
 import { dedupThreadsFor, WARM_UP_ROWS } from '../../activities/dedup-threads';
@@ -45,12 +47,36 @@ export const STICKY_QUEUE_TIMEOUT_SECS = 30;
 
 const cachedBundles: Record<'stacks' | 'noStacks', Promise<WorkflowBundleWithSourceMap> | undefined> = { stacks: undefined, noStacks: undefined };
 
-/** Bundling takes seconds; do it once per process (stack traces: workflow-stack-traces.ts). */
+/**
+ * The workflow bundle, made once per process (stack traces: workflow-stack-traces.ts):
+ * the one `npm run build` wrote beside dist/cli.js when this runs from there, else
+ * bundled now from workflows/ (TypeScript sources: tests, tsx).
+ */
 export function workflowBundle(opts: { stackTraces?: boolean } = {}): Promise<WorkflowBundleWithSourceMap> {
   const which = opts.stackTraces ? 'stacks' : 'noStacks';
-  cachedBundles[which] ??= bundleWorkflows([], opts);
+  cachedBundles[which] ??= loadOrBundle(opts.stackTraces ?? false);
   return cachedBundles[which];
 }
+
+/**
+ * dist/workflow-bundle.js, when this code is dist/cli.js (scripts/build.mjs builds both
+ * from the same sources, under one stamp). Bundling at start took 0.3-2 s and loaded
+ * webpack into the worker: its modules stayed in the heap (a worker's live heap 78 MB,
+ * 31 MB of it strings: the bundle's and webpack's sources), and every full garbage
+ * collection walked them while the worker prepared merges.
+ */
+const PREBUILT_BUNDLE = typeof __filename === 'string' && __filename.endsWith('.js') ? path.join(path.dirname(__filename), 'workflow-bundle.js') : null;
+
+async function loadOrBundle(stackTraces: boolean): Promise<WorkflowBundleWithSourceMap> {
+  if (PREBUILT_BUNDLE && fs.existsSync(PREBUILT_BUNDLE)) {
+    // Its source map is inline; the SDK no longer reads the separate field.
+    return withWorkflowStackTraces({ code: await fs.promises.readFile(PREBUILT_BUNDLE, 'utf8'), sourceMap: '' }, stackTraces);
+  }
+  return bundleWorkflows([], { stackTraces });
+}
+
+/** Where a worker's workflow bundle comes from, for its start-up line. */
+export const workflowBundleSource = (): string => (PREBUILT_BUNDLE && fs.existsSync(PREBUILT_BUNDLE) ? `prebuilt ${PREBUILT_BUNDLE}` : 'bundled from workflows/ at start');
 
 /** The workflows bundled, with extra workflow interceptor modules (tests add some). */
 export async function bundleWorkflows(interceptorModules: string[] = [], opts: { stackTraces?: boolean } = {}): Promise<WorkflowBundleWithSourceMap> {

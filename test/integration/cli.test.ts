@@ -236,6 +236,8 @@ test('`turnstile worker` serves a task queue on its own and stops cleanly on SIG
   const exited = new Promise<number | null>((r) => worker.on('exit', (code) => r(code)));
   try {
     await expect.poll(() => out, { timeout: 60_000 }).toMatch(new RegExp(`worker on ${h.address} task queue ${taskQueue}`));
+    // The compiled worker loads the workflow bundle the build wrote; it does not run webpack at start.
+    expect(out).toMatch(/workflow bundle: prebuilt \S+dist\/workflow-bundle\.js/);
     const name = uniqueName('cliw');
     const run = (...args: string[]) => turnstileWith({ TURNSTILE_TASK_QUEUE: taskQueue }, ...args);
     expect((await run('table', 'create', name, '--key', 'id')).code).toBe(0);

@@ -5,6 +5,7 @@ import { Worker } from '@temporalio/worker';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { workflowBundle } from '../../src/worker/create-worker';
 import { HISTORIES_DIR } from '../support/record-history';
+import { PROJECT_ROOT } from '../../src/paths';
 
 // Histories recorded from the integration tests (TURNSTILE_RECORD_HISTORIES=1) are
 // replayed against the current workflow code: a change in command order fails here.
@@ -30,6 +31,24 @@ test('every recorded history replays without nondeterminism', async () => {
   }
   expect(failures).toEqual([]);
   expect(replayed).toBe(files.length);
+}, 180_000);
+
+test('the workflow bundle the build wrote (what compiled workers run) replays the newest recorded histories', async () => {
+  // npm test builds dist/ before the tests (scripts/bootstrap.mjs). The newest generation
+  // of histories is enough to tell it is today's workflow code; all of them replay above.
+  const code = fs.readFileSync(path.join(PROJECT_ROOT, 'dist', 'workflow-bundle.js'), 'utf8');
+  const newest = [...new Set(files.map((f) => path.dirname(f)))].sort((a, b) => parseInt(a, 10) - parseInt(b, 10)).at(-1);
+  const mine = files.filter((f) => path.dirname(f) === newest);
+  expect(mine.length).toBeGreaterThan(5);
+  const histories = mine.map((f) => ({ workflowId: `prebuilt-${f.replace(/\.json$/, '')}`, history: historyFromJSON(JSON.parse(fs.readFileSync(path.join(HISTORIES_DIR, f), 'utf8'))) }));
+  const failures: string[] = [];
+  let replayed = 0;
+  for await (const r of Worker.runReplayHistories({ workflowBundle: { code }, replayName: 'turnstile-replay-prebuilt' }, histories)) {
+    replayed++;
+    if (r.error) failures.push(`${r.workflowId}: ${r.error.message}`);
+  }
+  expect(failures).toEqual([]);
+  expect(replayed).toBe(mine.length);
 }, 180_000);
 
 test('runs with the one patch marker, with an earlier one and from before it replay interleaved in one worker', async () => {
