@@ -76,8 +76,12 @@ async function buildWorkflowBundle() {
     workflowInterceptorModules: [path.join(root, 'workflows', 'stale-cache-guard.ts')],
     logger: quiet,
   });
-  // The source map is inline in the code (the SDK no longer uses a separate one).
-  writeAtomic(WORKFLOW_BUNDLE_JS, b.code);
+  // The source map is inline in the code (the SDK no longer uses a separate one). Four
+  // characters past Latin-1 (dashes and quotes in comments and messages) made V8 hold
+  // the whole 2.6 MB bundle as a two-byte string, 5.2 MB in the worker and in each
+  // workflow thread; as \u escapes (valid in strings, regular expressions and comments)
+  // it is one byte per character.
+  writeAtomic(WORKFLOW_BUNDLE_JS, b.code.replace(/[^\x00-\xff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
 }
 
 /** Builds dist/cli.js, dist/dedup-thread.js and the workflow bundle. The stamp is taken before reading, so a source edited meanwhile rebuilds next time. */
