@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import fs, { type FileHandle } from 'node:fs/promises';
-import { linkSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { TEMP_MARKER } from './layout';
 import { finishedBytes, type BytesSource, type PatchedBytes } from './storage';
@@ -117,12 +116,9 @@ export async function createFileExclusive(file: string, bytes: BytesSource): Pro
   const handle = await opening;
   let linked = false;
   try {
-    const small = await smallFinished(data);
-    if (small) writeAllSync(handle, small);
-    else await writeProduced(handle, data);
+    await writeProduced(handle, data);
     try {
-      if (small) linkSync(tmp, file);
-      else await fs.link(tmp, file);
+      await fs.link(tmp, file);
       linked = true;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
@@ -174,29 +170,6 @@ async function writeProduced(handle: FileHandle, data: Uint8Array | string | Pat
 }
 
 const SLICE_BYTES = 512 * 1024;
-
-/**
- * Bytes of at most one slice, finished (their patches in place); null for larger ones.
- * A small file's write and link run on this thread: into the page cache they take tens
- * of microseconds, less than a round trip through the thread pool (each ~0.1 ms and a
- * wake-up of the event loop). Measured on 2,500-row seals (90 KiB) against the raw
- * durable write in one process, 3 pairs of 300 alternating seals: 0.74 / 0.74 / 0.71 of
- * its rate before, 0.79 / 0.75 / 0.85 with both here. The fsync, which waits for the
- * disk, stays on the pool.
- */
-async function smallFinished(data: Uint8Array | string | PatchedBytes): Promise<Uint8Array | null> {
-  if (typeof data === 'string') return null;
-  const size = data instanceof Uint8Array ? data.byteLength : data.bytes.byteLength;
-  return size <= SLICE_BYTES ? ((await finishedBytes(data)) as Uint8Array) : null;
-}
-
-function writeAllSync(handle: FileHandle, bytes: Uint8Array): void {
-  for (let done = 0; done < bytes.byteLength; ) {
-    const n = writeSync(handle.fd, bytes, done, bytes.byteLength - done, done);
-    if (n <= 0) throw new Error(`write returned ${n} bytes`);
-    done += n;
-  }
-}
 
 /** Slices in flight at once: a seal's 3.7 MiB all at once, while a batch of gigabytes does not fill the thread pool's queue (other reads wait behind it). */
 const SLICES_IN_FLIGHT = 8;
