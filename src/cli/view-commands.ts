@@ -51,7 +51,7 @@ export async function top(p: Parsed): Promise<void> {
 /** `turnstile why NAME [--json]`. */
 export async function why(p: Parsed): Promise<void> {
   const name = tableArg(p);
-  const s = await withTables((t) => t.state(name));
+  const s = await withTables((t) => t.operatorState(name));
   const grants = s.grants ?? [];
   if (p.flags.json) {
     console.log(JSON.stringify({ table: s.table, turn: s.turn, grants }, null, 2));

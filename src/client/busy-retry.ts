@@ -29,15 +29,36 @@ export function isTaskFailedState(e: unknown): boolean {
   return anyCause(e, (err) => [err.message, err.details].some((m) => typeof m === 'string' && /Workflow Task in failed state/i.test(m)));
 }
 
-/** Runs `fn` until it is not refused for the update limit or a failed workflow task, pausing 100 ms doubling to 2 s; gives up after `maxWaitMs`. */
-export async function retryWhileBusy<T>(fn: () => Promise<T>, maxWaitMs = 60_000): Promise<T> {
+/**
+ * The server's "query timed out before a worker could process it" (DEADLINE_EXCEEDED):
+ * no worker answered a query within the call's deadline (30 s in the history service
+ * when the caller sets none). Seen once in CI on a loaded machine: a status query after
+ * a gc turn. A query reads and changes nothing, so asking again is always safe; a
+ * client-side deadline that ran out has another message and is not asked again.
+ */
+export function isQueryTimeout(e: unknown): boolean {
+  return anyCause(e, (err) => [err.message, err.details].some((m) => typeof m === 'string' && /query timed out before a worker could process it/i.test(m)));
+}
+
+/** Runs `fn` until it fails with something `transient` does not accept, pausing 100 ms doubling to 2 s; gives up after `maxWaitMs`. */
+async function retryWhile<T>(fn: () => Promise<T>, transient: (e: unknown) => boolean, maxWaitMs: number): Promise<T> {
   const start = Date.now();
   for (let pause = 100; ; pause = Math.min(pause * 2, 2000)) {
     try {
       return await fn();
     } catch (e) {
-      if (!(isUpdateLimit(e) || isTaskFailedState(e)) || Date.now() - start + pause > maxWaitMs) throw e;
+      if (!transient(e) || Date.now() - start + pause > maxWaitMs) throw e;
       await new Promise((r) => setTimeout(r, pause));
     }
   }
+}
+
+/** Runs `fn` until it is not refused for the update limit or a failed workflow task; gives up after `maxWaitMs`. */
+export function retryWhileBusy<T>(fn: () => Promise<T>, maxWaitMs = 60_000): Promise<T> {
+  return retryWhile(fn, (e) => isUpdateLimit(e) || isTaskFailedState(e), maxWaitMs);
+}
+
+/** Runs a query until a worker answers it (or it fails otherwise), for at most `maxWaitMs` after the first try. */
+export function retryQuery<T>(fn: () => Promise<T>, maxWaitMs = 90_000): Promise<T> {
+  return retryWhile(fn, (e) => isQueryTimeout(e) || isTaskFailedState(e), maxWaitMs);
 }

@@ -12,7 +12,7 @@ import { tableWorkflow, type TableWorkflowArgs } from '../../workflows';
 import type { Policy } from '../policy/types';
 import { refuseBump, refusePause, refuseResume } from '../policy/admit';
 import { payloadProblem } from '../payload-limit';
-import { retryWhileBusy } from './busy-retry';
+import { retryQuery, retryWhileBusy } from './busy-retry';
 import { RequestRefusedError } from './refused';
 import { factsOfView } from './view-facts';
 import { withPreparationProgress, type PendingActivity } from './preparation-progress';
@@ -76,15 +76,24 @@ export class TableClient {
     });
   }
 
-  /** The workflow's own state (one query): what writers poll for their pressure. */
+  /** The workflow's own state (one query): what writers poll for their pressure, under their own deadline. */
   async state(table: string): Promise<StatusView> {
     return this.handle(table).query(msg.state);
+  }
+
+  /**
+   * The state for an operator's command: asked again while no worker answers in time or
+   * the workflow's last task failed (both pass), so a busy worker delays `status`, `bump`
+   * or `pause` instead of failing it.
+   */
+  operatorState(table: string): Promise<StatusView> {
+    return retryQuery(() => this.state(table));
   }
 
   /** The state for operators: with each preparation's last heartbeat joined in (query + describe). */
   async status(table: string): Promise<StatusView> {
     const handle = this.handle(table);
-    const [view, description] = await Promise.all([this.state(table), handle.describe()]);
+    const [view, description] = await Promise.all([this.operatorState(table), handle.describe()]);
     const converter = this.client.options.loadedDataConverter.payloadConverter;
     const pending: PendingActivity[] = (description.raw.pendingActivities ?? []).map((a) => {
       const first = a.heartbeatDetails?.payloads?.[0];
@@ -107,19 +116,19 @@ export class TableClient {
 
   async bump(table: string, req: BumpRequest): Promise<void> {
     const b = check(bumpSchema.safeParse(req), 'bump', req);
-    refuse(refuseBump(factsOfView(await this.state(table)), b), 'bump');
+    refuse(refuseBump(factsOfView(await this.operatorState(table)), b), 'bump');
     await this.handle(table).signal(msg.bump, req);
   }
 
   async pause(table: string, req: PauseRequest = {}): Promise<void> {
     const p = check(pauseSchema.safeParse(req), 'pause', req);
-    refuse(refusePause(factsOfView(await this.state(table)), p.kind), 'pause');
+    refuse(refusePause(factsOfView(await this.operatorState(table)), p.kind), 'pause');
     await this.handle(table).signal(msg.pause, req);
   }
 
   async resume(table: string, req: PauseRequest = {}): Promise<void> {
     const p = check(pauseSchema.safeParse(req), 'resume', req);
-    refuse(refuseResume(factsOfView(await this.state(table)), p.kind), 'resume');
+    refuse(refuseResume(factsOfView(await this.operatorState(table)), p.kind), 'resume');
     await this.handle(table).signal(msg.resume, req);
   }
 
