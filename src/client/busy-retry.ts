@@ -30,11 +30,15 @@ export function isTaskFailedState(e: unknown): boolean {
 }
 
 /**
- * The server's "query timed out before a worker could process it" (DEADLINE_EXCEEDED):
- * no worker answered a query within the call's deadline (30 s in the history service
- * when the caller sets none). Seen once in CI on a loaded machine: a status query after
- * a gc turn. A query reads and changes nothing, so asking again is always safe; a
- * client-side deadline that ran out has another message and is not asked again.
+ * The server's "query timed out before a worker could process it" (DEADLINE_EXCEEDED).
+ * A query first waits on the queue of the worker that ran the table last (sticky) for up
+ * to that worker's stickyQueueScheduleToStartTimeout (30 s, create-worker.ts), which is
+ * also the history call's deadline when the caller sets none: a sticky worker that does
+ * not take it (busy, or gone) times the query out before the server can hand it to any
+ * worker (go.temporal.io/server v1.29.1 queryworkflow/api.go queryDirectlyThroughMatching).
+ * The server then clears the stickiness, so asking again reaches any worker; and a query
+ * changes nothing, so asking again is safe. Seen in CI on a status query after a gc turn.
+ * A client-side deadline that ran out has another message and is not asked again.
  */
 export function isQueryTimeout(e: unknown): boolean {
   return anyCause(e, (err) => [err.message, err.details].some((m) => typeof m === 'string' && /query timed out before a worker could process it/i.test(m)));
