@@ -166,7 +166,7 @@ test('two 1 GiB workers merge 20 tables of ~400 MiB units within their budgets; 
   let headroomWaits = 0;
   for (const [t, name] of names.entries()) {
     await expectRowsExactly(h.dataRoot, name, newestPerKey(Array.from({ length: GENS }, (_, g) => ({ seq: g + 1, rows: rowsOf(t, g) }))));
-    const counters = (await h.tables.state(name)).counters;
+    const counters = (await h.tables.operatorState(name)).counters;
     merges.push(counters.merges);
     headroomWaits += counters.headroomWaits ?? 0;
   }

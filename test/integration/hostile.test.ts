@@ -162,7 +162,7 @@ test('50 waiters in 10 processes and 10 hostile never-satisfied updates do not t
   hostile = false;
   await Promise.all(raws);
 
-  const st = await h.tables.state(table);
+  const st = await h.tables.operatorState(table);
   expect(exits).toEqual(procs.map(() => 0));
   expect(answered).toHaveLength(50);
   for (const a of answered) {
