@@ -44,10 +44,10 @@ export function isQueryTimeout(e: unknown): boolean {
   return anyCause(e, (err) => [err.message, err.details].some((m) => typeof m === 'string' && /query timed out before a worker could process it/i.test(m)));
 }
 
-/** Runs `fn` until it fails with something `transient` does not accept, pausing 100 ms doubling to 2 s; gives up after `maxWaitMs`. */
-async function retryWhile<T>(fn: () => Promise<T>, transient: (e: unknown) => boolean, maxWaitMs: number): Promise<T> {
+/** Runs `fn` until it fails with something `transient` does not accept, pausing `firstPauseMs` doubling to 2 s; gives up after `maxWaitMs`. */
+async function retryWhile<T>(fn: () => Promise<T>, transient: (e: unknown) => boolean, maxWaitMs: number, firstPauseMs = 100): Promise<T> {
   const start = Date.now();
-  for (let pause = 100; ; pause = Math.min(pause * 2, 2000)) {
+  for (let pause = firstPauseMs; ; pause = Math.min(pause * 2, 2000)) {
     try {
       return await fn();
     } catch (e) {
@@ -62,7 +62,13 @@ export function retryWhileBusy<T>(fn: () => Promise<T>, maxWaitMs = 60_000): Pro
   return retryWhile(fn, (e) => isUpdateLimit(e) || isTaskFailedState(e), maxWaitMs);
 }
 
-/** Runs a query until a worker answers it (or it fails otherwise), for at most `maxWaitMs` after the first try. */
+/**
+ * Runs a query until a worker answers it (or it fails otherwise), for at most `maxWaitMs`
+ * after the first try. The first pause is 1 s: the server clears the stickiness only
+ * after its own wait on the sticky queue ends, a little after it answered the timeout,
+ * and an ask that came sooner went to the sticky queue again (another 30 s, measured in
+ * test/integration/stopped-sticky-worker.test.ts).
+ */
 export function retryQuery<T>(fn: () => Promise<T>, maxWaitMs = 90_000): Promise<T> {
-  return retryWhile(fn, (e) => isQueryTimeout(e) || isTaskFailedState(e), maxWaitMs);
+  return retryWhile(fn, (e) => isQueryTimeout(e) || isTaskFailedState(e), maxWaitMs, 1000);
 }

@@ -55,7 +55,7 @@ describe('retryQuery', () => {
     expect(calls).toBe(1);
     expect(isQueryTimeout(ownDeadline())).toBe(false);
     calls = 0;
-    await expect(retryQuery(async () => (calls++, Promise.reject(queryTimedOut())), 250)).rejects.toThrow('Failed to query Workflow');
-    expect(calls).toBe(2); // 100 ms pause, then 200 ms would pass the 250 ms budget
+    await expect(retryQuery(async () => (calls++, Promise.reject(queryTimedOut())), 2500)).rejects.toThrow('Failed to query Workflow');
+    expect(calls).toBe(2); // a 1 s pause, then 2 s would pass the 2.5 s budget
   });
 });

@@ -1,0 +1,70 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { PROJECT_ROOT } from '../../src/paths';
+import { createTableMeta } from '../../src/storage/generation-store';
+import { workflowArgsFor } from '../../src/client/table-writer';
+import { isQueryTimeout } from '../../src/client/busy-retry';
+import { shardNames } from '../../src/names';
+import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';
+
+// A query goes first to the worker that ran the table last (its sticky queue) and waits
+// there up to that worker's sticky timeout, 30 s, which is also the server's deadline for
+// the whole query: a sticky worker that holds the task and does not answer (here: a real
+// `turnstile worker` process stopped with SIGSTOP right after it answered) times the
+// query out. CI once failed on exactly this error in a status call. Operator commands
+// ask again (src/client/busy-retry.ts retryQuery) until a running worker answers: measured
+// here twice, after 60.5 and 63.2 s, i.e. on the third ask (the second met the stopped
+// process's normal-queue polls, outstanding until the server expires them after a minute).
+
+let h: Harness;
+
+beforeAll(async () => {
+  h = await startHarness({ name: 'stopped', workers: 0 });
+});
+afterAll(async () => h?.close());
+
+test('a status query whose sticky worker is stopped times out, is asked again and answered by the other worker', async () => {
+  const env = { ...process.env, TEMPORAL_ADDRESS: h.address, TURNSTILE_DATA: h.dataRoot, TURNSTILE_TASK_QUEUE: h.taskQueue };
+  const child = spawn(process.execPath, [path.join(PROJECT_ROOT, 'scripts', 'turnstile.mjs'), 'worker'], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const signalGroup = (sig: NodeJS.Signals): void => {
+    try {
+      process.kill(-child.pid!, sig);
+    } catch {
+      // already gone
+    }
+  };
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  try {
+    await eventually(async () => out.includes('worker on'), 'the process worker up');
+    // Two idle tables (no timer due within the test), run so far only by the process worker.
+    const names = [uniqueName('stopped-raw'), uniqueName('stopped-status')];
+    for (const name of names) {
+      const meta = await createTableMeta(h.dataRoot, { name, key: 'id', shards: shardNames(2), indices: [] });
+      await h.tables.start({ ...workflowArgsFor(meta), policy: { periodSecs: { optimize: 0, index: 0, gc: 0 }, snapshotIntervalSecs: 3600 } });
+      await eventually(async () => (await h.tables.state(name)).table === name, `${name} answering`);
+    }
+    // Answered once more just before the stop: each answer starts a fresh poll of the
+    // sticky queue, which the server then counts as a live poller and hands the next query.
+    for (const name of names) await h.tables.state(name);
+    signalGroup('SIGSTOP');
+    await h.addWorker();
+
+    const t0 = Date.now();
+    const [raw, status] = await Promise.allSettled([h.tables.state(names[0]!), h.tables.status(names[1]!)]);
+    const statusSecs = (Date.now() - t0) / 1000;
+    // One ask alone fails with the server's query timeout ...
+    expect(raw.status).toBe('rejected');
+    expect(isQueryTimeout((raw as PromiseRejectedResult).reason), String((raw as PromiseRejectedResult).reason)).toBe(true);
+    // ... and status, asked again, is answered (by the in-process worker: the other is stopped).
+    expect(status.status, String((status as PromiseRejectedResult).reason)).toBe('fulfilled');
+    const view = (status as PromiseFulfilledResult<Awaited<ReturnType<typeof h.tables.status>>>).value;
+    expect(view.table).toBe(names[1]);
+    expect(view.shards.map((s) => s.shard)).toEqual(shardNames(2));
+    console.log(`[stopped sticky worker] status answered after ${statusSecs.toFixed(1)} s (first ask timed out on the stopped worker's queue)`);
+  } finally {
+    signalGroup('SIGKILL');
+    signalGroup('SIGCONT');
+  }
+}, 180_000);
