@@ -9,6 +9,13 @@ import { connectionSecurity, type ConnectionSecurity } from './connection-securi
 
 const SERVICE = '/temporal.api.workflowservice.v1.WorkflowService';
 const CALL_TIMEOUT_MS = 30_000;
+/**
+ * A query's own deadline, past the server's 30 s: a query the sticky worker holds then
+ * comes back as the server's "query timed out before a worker could process it", which
+ * read-status.ts asks again (busy-retry.ts), not as this client's deadline, which it
+ * would not.
+ */
+const QUERY_TIMEOUT_MS = 40_000;
 
 export class WorkflowNotFoundError extends Error {
   constructor(workflowId: string, detail: string) {
@@ -55,7 +62,7 @@ export class ReadClient {
     return m;
   }
 
-  private call(method: string, request: Uint8Array, workflowId: string): Promise<Uint8Array> {
+  private call(method: string, request: Uint8Array, workflowId: string, timeoutMs = CALL_TIMEOUT_MS): Promise<Uint8Array> {
     return new Promise((resolve, reject) => {
       const id = (b: Uint8Array): Buffer => Buffer.from(b.buffer, b.byteOffset, b.byteLength);
       this.client.makeUnaryRequest<Uint8Array, Uint8Array>(
@@ -64,7 +71,7 @@ export class ReadClient {
         (b: Buffer) => b,
         request,
         this.metadata(),
-        { deadline: Date.now() + CALL_TIMEOUT_MS },
+        { deadline: Date.now() + timeoutMs },
         (err, res) => {
           if (err?.code === grpc.status.NOT_FOUND) reject(new WorkflowNotFoundError(workflowId, err.details));
           else if (err) reject(new Error(`${method}: ${err.details || err.message}`));
@@ -76,7 +83,7 @@ export class ReadClient {
 
   /** Runs a query on the workflow's current run and decodes its JSON answer. */
   async query<T>(workflowId: string, queryType: string): Promise<T> {
-    const answer = decodeQueryResponse(await this.call('QueryWorkflow', encodeQueryRequest(this.namespace, workflowId, queryType), workflowId));
+    const answer = decodeQueryResponse(await this.call('QueryWorkflow', encodeQueryRequest(this.namespace, workflowId, queryType), workflowId, QUERY_TIMEOUT_MS));
     if (answer.rejectedStatus !== null) throw new Error(`query ${queryType} rejected: the workflow is not running (status ${answer.rejectedStatus})`);
     return payloadValue(answer.result[0]) as T;
   }

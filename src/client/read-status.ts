@@ -2,6 +2,7 @@ import { workflowIdForTable } from '../names';
 import type { StatusView, state } from '../../workflows/messages';
 import { withPreparationProgress } from './preparation-progress';
 import type { ReadClient } from './read-client';
+import { retryQuery } from './busy-retry';
 
 // The query's wire name, checked against its one definition in workflows/messages.ts at
 // compile time: importing that module at run time loads @temporalio/workflow (~90 ms).
@@ -10,6 +11,6 @@ const STATE_QUERY: (typeof state)['name'] = 'state';
 /** A table's status as operators see it: the state query with each preparation's last heartbeat joined in. */
 export async function readStatus(reader: ReadClient, table: string): Promise<StatusView> {
   const id = workflowIdForTable(table);
-  const [view, pending] = await Promise.all([reader.query<StatusView>(id, STATE_QUERY), reader.pendingActivities(id)]);
+  const [view, pending] = await Promise.all([retryQuery(() => reader.query<StatusView>(id, STATE_QUERY)), reader.pendingActivities(id)]);
   return withPreparationProgress(view, pending, Date.now());
 }

@@ -1,4 +1,5 @@
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { PROJECT_ROOT } from '../../src/paths';
@@ -38,8 +39,8 @@ test('a status query whose sticky worker is stopped times out, is asked again an
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   try {
     await eventually(async () => out.includes('worker on'), 'the process worker up');
-    // Two idle tables (no timer due within the test), run so far only by the process worker.
-    const names = [uniqueName('stopped-raw'), uniqueName('stopped-status')];
+    // Three idle tables (no timer due within the test), run so far only by the process worker.
+    const names = [uniqueName('stopped-raw'), uniqueName('stopped-status'), uniqueName('stopped-cli')];
     for (const name of names) {
       const meta = await createTableMeta(h.dataRoot, { name, key: 'id', shards: shardNames(2), indices: [] });
       await h.tables.start({ ...workflowArgsFor(meta), policy: { periodSecs: { optimize: 0, index: 0, gc: 0 }, snapshotIntervalSecs: 3600 } });
@@ -52,7 +53,9 @@ test('a status query whose sticky worker is stopped times out, is asked again an
     await h.addWorker();
 
     const t0 = Date.now();
-    const [raw, status] = await Promise.allSettled([h.tables.state(names[0]!), h.tables.status(names[1]!)]);
+    // The CLI's `status` (its own read-only client, read-client.ts) beside the library's.
+    const cli = promisify(execFile)(process.execPath, [path.join(PROJECT_ROOT, 'scripts', 'turnstile.mjs'), 'status', names[2]!, '--json'], { env });
+    const [raw, status, cliStatus] = await Promise.allSettled([h.tables.state(names[0]!), h.tables.status(names[1]!), cli]);
     const statusSecs = (Date.now() - t0) / 1000;
     // One ask alone fails with the server's query timeout ...
     expect(raw.status).toBe('rejected');
@@ -62,6 +65,8 @@ test('a status query whose sticky worker is stopped times out, is asked again an
     const view = (status as PromiseFulfilledResult<Awaited<ReturnType<typeof h.tables.status>>>).value;
     expect(view.table).toBe(names[1]);
     expect(view.shards.map((s) => s.shard)).toEqual(shardNames(2));
+    expect(cliStatus.status, String((cliStatus as PromiseRejectedResult).reason)).toBe('fulfilled');
+    expect(JSON.parse((cliStatus as PromiseFulfilledResult<{ stdout: string }>).value.stdout)).toMatchObject({ table: names[2] });
     console.log(`[stopped sticky worker] status answered after ${statusSecs.toFixed(1)} s (first ask timed out on the stopped worker's queue)`);
   } finally {
     signalGroup('SIGKILL');
