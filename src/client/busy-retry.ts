@@ -44,14 +44,29 @@ export function isQueryTimeout(e: unknown): boolean {
   return anyCause(e, (err) => [err.message, err.details].some((m) => typeof m === 'string' && /query timed out before a worker could process it/i.test(m)));
 }
 
-/** Runs `fn` until it fails with something `transient` does not accept, pausing `firstPauseMs` doubling to 2 s; gives up after `maxWaitMs`. */
-async function retryWhile<T>(fn: () => Promise<T>, transient: (e: unknown) => boolean, maxWaitMs: number, firstPauseMs = 100): Promise<T> {
+/**
+ * The server's "consistent query buffer is full" (RESOURCE_EXHAUSTED): while the
+ * workflow has a workflow task no worker has finished, the server holds one query for it
+ * (history.MaxBufferedQueryCount, 1 by default) and refuses the next at once. Transient
+ * while a worker runs; with none, noLiveWorker says so.
+ */
+export function isQueryBufferFull(e: unknown): boolean {
+  return anyCause(e, (err) => [err.message, err.details].some((m) => typeof m === 'string' && /consistent query buffer is full/i.test(m)));
+}
+
+/**
+ * Runs `fn` until it fails with something `transient` does not accept, pausing
+ * `firstPauseMs` doubling to 2 s; gives up after `maxWaitMs`. `beforeAgain` may end it
+ * early by throwing.
+ */
+async function retryWhile<T>(fn: () => Promise<T>, transient: (e: unknown) => boolean, maxWaitMs: number, firstPauseMs = 100, beforeAgain?: (e: unknown) => Promise<void>): Promise<T> {
   const start = Date.now();
   for (let pause = firstPauseMs; ; pause = Math.min(pause * 2, 2000)) {
     try {
       return await fn();
     } catch (e) {
       if (!transient(e) || Date.now() - start + pause > maxWaitMs) throw e;
+      await beforeAgain?.(e);
       await new Promise((r) => setTimeout(r, pause));
     }
   }
@@ -63,12 +78,34 @@ export function retryWhileBusy<T>(fn: () => Promise<T>, maxWaitMs = 60_000): Pro
 }
 
 /**
+ * How recent a worker's last poll of a task queue must be for the worker to count as
+ * running: an idle worker's long poll lasts up to a minute (70 s on its side) before
+ * it polls again.
+ */
+export const LIVE_POLL_MS = 90_000;
+
+/** Why asking a timed-out query again is pointless (no worker has polled the table's task queue lately), or null. */
+export function noLiveWorker(taskQueue: string, pollers: readonly { lastAccessMs: number | null }[], nowMs: number): string | null {
+  if (pollers.some((p) => p.lastAccessMs !== null && nowMs - p.lastAccessMs <= LIVE_POLL_MS)) return null;
+  return `no worker has polled task queue ${taskQueue} in the last ${LIVE_POLL_MS / 1000} s, so none can answer the table's query: start one (turnstile worker)`;
+}
+
+/**
  * Runs a query until a worker answers it (or it fails otherwise), for at most `maxWaitMs`
  * after the first try. The first pause is 1 s: the server clears the stickiness only
  * after its own wait on the sticky queue ends, a little after it answered the timeout,
  * and an ask that came sooner went to the sticky queue again (another 30 s, measured in
- * test/integration/stopped-sticky-worker.test.ts).
+ * test/integration/stopped-sticky-worker.test.ts). After a timeout or a full query
+ * buffer (another query already waits for the workflow's task) `whyNot` is asked
+ * first (noLiveWorker): with no worker running, the caller hears so after one ask, not
+ * after 90 s; if it fails itself, the query is asked again.
  */
-export function retryQuery<T>(fn: () => Promise<T>, maxWaitMs = 90_000): Promise<T> {
-  return retryWhile(fn, (e) => isQueryTimeout(e) || isTaskFailedState(e), maxWaitMs, 1000);
+export function retryQuery<T>(fn: () => Promise<T>, opts: { maxWaitMs?: number; whyNot?: () => Promise<string | null> } = {}): Promise<T> {
+  const { maxWaitMs = 90_000, whyNot } = opts;
+  const beforeAgain = async (e: unknown): Promise<void> => {
+    if (!whyNot || !(isQueryTimeout(e) || isQueryBufferFull(e))) return;
+    const why = await whyNot().catch(() => null);
+    if (why !== null) throw new Error(why, { cause: e });
+  };
+  return retryWhile(fn, (e) => isQueryTimeout(e) || isQueryBufferFull(e) || isTaskFailedState(e), maxWaitMs, 1000, beforeAgain);
 }

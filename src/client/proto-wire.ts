@@ -7,6 +7,7 @@ import * as pb from 'protobufjs/minimal';
 // temporal/api (workflowservice/v1/request_response.proto, workflow/v1/message.proto,
 // common/v1/message.proto); unknown fields are skipped, so newer servers decode fine.
 
+const VARINT = 0;
 const LEN = 2;
 const tag = (field: number, wire: number): number => (field << 3) | wire;
 
@@ -21,6 +22,15 @@ function withExecution(w: pb.Writer, namespace: string, workflowId: string): pb.
 export function encodeQueryRequest(namespace: string, workflowId: string, queryType: string): Uint8Array {
   const w = withExecution(pb.Writer.create(), namespace, workflowId);
   w.uint32(tag(3, LEN)).fork().uint32(tag(1, LEN)).string(queryType).ldelim();
+  return w.finish();
+}
+
+/** DescribeTaskQueueRequest { namespace = 1; task_queue = 2 { name = 1; kind = 2 (NORMAL = 1) }; task_queue_type = 3 (WORKFLOW = 1) }. */
+export function encodeDescribeTaskQueueRequest(namespace: string, taskQueue: string): Uint8Array {
+  const w = pb.Writer.create();
+  w.uint32(tag(1, LEN)).string(namespace);
+  w.uint32(tag(2, LEN)).fork().uint32(tag(1, LEN)).string(taskQueue).uint32(tag(2, VARINT)).int32(1).ldelim();
+  w.uint32(tag(3, VARINT)).int32(1);
   return w.finish();
 }
 
@@ -155,6 +165,57 @@ export function decodePendingActivities(bytes: Uint8Array): WirePendingActivity[
   eachField(r, r.len, (f) => {
     if (f !== 3) return false;
     out.push(decodePendingActivity(r, r.uint32() + r.pos));
+    return true;
+  });
+  return out;
+}
+
+/** The value of the first `field` of the message in `r` up to `end` that holds a nested message, as its [start, end), or null. */
+function nested(r: pb.Reader, end: number, field: number): [number, number] | null {
+  let found: [number, number] | null = null;
+  eachField(r, end, (f) => {
+    if (f !== field || found) return false;
+    const len = r.uint32();
+    found = [r.pos, r.pos + len];
+    r.skip(len);
+    return true;
+  });
+  return found;
+}
+
+/** DescribeWorkflowExecutionResponse { execution_config = 1 { task_queue = 1 { name = 1 } } }: the run's task queue, or null. */
+export function decodeWorkflowTaskQueue(bytes: Uint8Array): string | null {
+  const r = pb.Reader.create(bytes);
+  const config = nested(r, r.len, 1);
+  if (!config) return null;
+  r.pos = config[0];
+  const queue = nested(r, config[1], 1);
+  if (!queue) return null;
+  r.pos = queue[0];
+  let name: string | null = null;
+  eachField(r, queue[1], (f) => {
+    if (f !== 1) return false;
+    name = r.string();
+    return true;
+  });
+  return name;
+}
+
+/** DescribeTaskQueueResponse { repeated PollerInfo pollers = 1 { last_access_time = 1; identity = 2 } }. */
+export function decodePollers(bytes: Uint8Array): { identity: string; lastAccessMs: number | null }[] {
+  const r = pb.Reader.create(bytes);
+  const out: { identity: string; lastAccessMs: number | null }[] = [];
+  eachField(r, r.len, (f) => {
+    if (f !== 1) return false;
+    const end = r.uint32() + r.pos;
+    const p: { identity: string; lastAccessMs: number | null } = { identity: '', lastAccessMs: null };
+    eachField(r, end, (pf) => {
+      if (pf === 1) p.lastAccessMs = decodeTimestampMs(r, r.uint32() + r.pos);
+      else if (pf === 2) p.identity = r.string();
+      else return false;
+      return true;
+    });
+    out.push(p);
     return true;
   });
   return out;

@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { decodePendingActivities, decodeQueryResponse, encodeDescribeRequest, encodeQueryRequest, type WirePayload } from './proto-wire';
+import { decodePendingActivities, decodePollers, decodeQueryResponse, decodeWorkflowTaskQueue, encodeDescribeRequest, encodeDescribeTaskQueueRequest, encodeQueryRequest, type WirePayload } from './proto-wire';
 import type { PendingActivity } from './preparation-progress';
 import { connectionSecurity, type ConnectionSecurity } from './connection-security';
 
@@ -88,10 +88,16 @@ export class ReadClient {
     return payloadValue(answer.result[0]) as T;
   }
 
-  /** The workflow's pending activities with their last heartbeat (DescribeWorkflowExecution). */
-  async pendingActivities(workflowId: string): Promise<PendingActivity[]> {
-    const raw = decodePendingActivities(await this.call('DescribeWorkflowExecution', encodeDescribeRequest(this.namespace, workflowId), workflowId));
-    return raw.map((a) => ({ activityId: a.activityId, details: payloadValue(a.heartbeatDetails[0]) ?? null, attempt: a.attempt, lastHeartbeatMs: a.lastHeartbeatMs, started: a.state !== 1, worker: a.lastWorkerIdentity }));
+  /** The workflow's pending activities with their last heartbeat, and its task queue (DescribeWorkflowExecution). */
+  async describe(workflowId: string): Promise<{ pending: PendingActivity[]; taskQueue: string | null }> {
+    const bytes = await this.call('DescribeWorkflowExecution', encodeDescribeRequest(this.namespace, workflowId), workflowId);
+    const pending = decodePendingActivities(bytes).map((a) => ({ activityId: a.activityId, details: payloadValue(a.heartbeatDetails[0]) ?? null, attempt: a.attempt, lastHeartbeatMs: a.lastHeartbeatMs, started: a.state !== 1, worker: a.lastWorkerIdentity }));
+    return { pending, taskQueue: decodeWorkflowTaskQueue(bytes) };
+  }
+
+  /** When each worker last polled `taskQueue` for workflow tasks (DescribeTaskQueue). */
+  async pollers(taskQueue: string): Promise<{ identity: string; lastAccessMs: number | null }[]> {
+    return decodePollers(await this.call('DescribeTaskQueue', encodeDescribeTaskQueueRequest(this.namespace, taskQueue), taskQueue));
   }
 
   close(): void {

@@ -1,5 +1,6 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { SignalDefinition } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
 import { optionalTsToMs } from '@temporalio/common/lib/time';
 import type { z } from 'zod';
 import { workflowIdForTable } from '../names';
@@ -12,7 +13,7 @@ import { tableWorkflow, type TableWorkflowArgs } from '../../workflows';
 import type { Policy } from '../policy/types';
 import { refuseBump, refusePause, refuseResume } from '../policy/admit';
 import { payloadProblem } from '../payload-limit';
-import { retryQuery, retryWhileBusy } from './busy-retry';
+import { noLiveWorker, retryQuery, retryWhileBusy } from './busy-retry';
 import { RequestRefusedError } from './refused';
 import { factsOfView } from './view-facts';
 import { withPreparationProgress, type PendingActivity } from './preparation-progress';
@@ -87,7 +88,18 @@ export class TableClient {
    * or `pause` instead of failing it.
    */
   operatorState(table: string): Promise<StatusView> {
-    return retryQuery(() => this.state(table));
+    return retryQuery(() => this.state(table), { whyNot: () => this.whyNoAnswer(table) });
+  }
+
+  /** Why no worker can answer the table's query (none has polled its task queue lately), or null. */
+  private async whyNoAnswer(table: string): Promise<string | null> {
+    const taskQueue = (await this.handle(table).describe()).taskQueue;
+    const { pollers } = await this.client.workflowService.describeTaskQueue({
+      namespace: this.client.options.namespace,
+      taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+      taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    });
+    return noLiveWorker(taskQueue, (pollers ?? []).map((p) => ({ lastAccessMs: optionalTsToMs(p.lastAccessTime) ?? null })), Date.now());
   }
 
   /** The state for operators: with each preparation's last heartbeat joined in (query + describe). */

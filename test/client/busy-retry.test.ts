@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isQueryTimeout, isTaskFailedState, retryQuery, retryWhileBusy } from '../../src/client/busy-retry';
+import { isQueryBufferFull, isQueryTimeout, isTaskFailedState, LIVE_POLL_MS, noLiveWorker, retryQuery, retryWhileBusy } from '../../src/client/busy-retry';
 
 // Refusals a waiter asks again after: the update limit, and a workflow whose last task
 // failed (the shape the cluster fault tests met: a ServiceError caused by gRPC code 9).
@@ -55,7 +55,32 @@ describe('retryQuery', () => {
     expect(calls).toBe(1);
     expect(isQueryTimeout(ownDeadline())).toBe(false);
     calls = 0;
-    await expect(retryQuery(async () => (calls++, Promise.reject(queryTimedOut())), 2500)).rejects.toThrow('Failed to query Workflow');
+    await expect(retryQuery(async () => (calls++, Promise.reject(queryTimedOut())), { maxWaitMs: 2500 })).rejects.toThrow('Failed to query Workflow');
     expect(calls).toBe(2); // a 1 s pause, then 2 s would pass the 2.5 s budget
+  });
+});
+
+describe('no live worker', () => {
+  it('counts a worker as running while its last poll is at most LIVE_POLL_MS old', () => {
+    const now = 1_000_000_000;
+    expect(noLiveWorker('tq', [], now)).toMatch(/^no worker has polled task queue tq in the last 90 s/);
+    expect(noLiveWorker('tq', [{ lastAccessMs: null }, { lastAccessMs: now - LIVE_POLL_MS - 1 }], now)).not.toBeNull();
+    expect(noLiveWorker('tq', [{ lastAccessMs: now - LIVE_POLL_MS - 1 }, { lastAccessMs: now - LIVE_POLL_MS }], now)).toBeNull();
+  });
+
+  it('a timed-out query is not asked again when no worker runs, with the reason and the timeout as its cause', async () => {
+    let calls = 0;
+    const err = await retryQuery(async () => (calls++, Promise.reject(queryTimedOut())), { whyNot: async () => 'no worker has polled task queue tq' }).catch((e: Error) => e);
+    expect(calls).toBe(1);
+    expect((err as Error).message).toBe('no worker has polled task queue tq');
+    expect(isQueryTimeout((err as Error).cause)).toBe(true);
+    // The server's refusal of a second query while one already waits: the same check.
+    const bufferFull = Object.assign(new Error('QueryWorkflow: consistent query buffer is full, this may be caused by too many queries and workflow not able to process query fast enough'), { code: 8 });
+    expect(isQueryBufferFull(bufferFull)).toBe(true);
+    await expect(retryQuery(async () => Promise.reject(bufferFull), { whyNot: async () => 'no worker has polled task queue tq' })).rejects.toThrow('no worker has polled task queue tq');
+    // A live worker (null), or a check that itself failed: asked again.
+    calls = 0;
+    const answer = await retryQuery(async () => (++calls < 2 ? Promise.reject(queryTimedOut()) : 'state'), { whyNot: async () => Promise.reject(new Error('describe failed')) });
+    expect([answer, calls]).toEqual(['state', 2]);
   });
 });

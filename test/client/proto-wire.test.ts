@@ -1,7 +1,7 @@
 import Long from 'long';
 import { temporal, google } from '@temporalio/proto';
 import { describe, expect, it } from 'vitest';
-import { decodePendingActivities, decodeQueryResponse, encodeDescribeRequest, encodeQueryRequest } from '../../src/client/proto-wire';
+import { decodePendingActivities, decodePollers, decodeQueryResponse, decodeWorkflowTaskQueue, encodeDescribeRequest, encodeDescribeTaskQueueRequest, encodeQueryRequest } from '../../src/client/proto-wire';
 import { payloadValue } from '../../src/client/read-client';
 
 // The hand-written encoding of the read-only client against the SDK's own generated
@@ -16,6 +16,8 @@ describe('read-only client wire format', () => {
     expect([q.namespace, q.execution?.workflowId, q.execution?.runId, q.query?.queryType]).toEqual(['ns-1', 'table/orders', '', 'state']);
     const d = svc.DescribeWorkflowExecutionRequest.decode(encodeDescribeRequest('ns-2', 'table/x'));
     expect([d.namespace, d.execution?.workflowId]).toEqual(['ns-2', 'table/x']);
+    const tq = svc.DescribeTaskQueueRequest.decode(encodeDescribeTaskQueueRequest('ns-3', 'turnstile'));
+    expect([tq.namespace, tq.taskQueue?.name, tq.taskQueue?.kind, tq.taskQueueType]).toEqual(['ns-3', 'turnstile', temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL, temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW]);
   });
 
   it('responses the SDK encodes decode to the same values; unknown fields are skipped', () => {
@@ -45,6 +47,27 @@ describe('read-only client wire format', () => {
     expect(pending.map((p) => ({ ...p, heartbeatDetails: p.heartbeatDetails.map(payloadValue) }))).toEqual([
       { activityId: 'prepare merge/s0 1-3', heartbeatDetails: [{ phase: 'read', filesRead: 2 }], lastHeartbeatMs: 1_700_000_000_250, attempt: 3, state: 2, lastWorkerIdentity: 'w1' },
       { activityId: 'commit merge/s1 1-1', heartbeatDetails: [], lastHeartbeatMs: null, attempt: 1, state: 1, lastWorkerIdentity: null },
+    ]);
+  });
+
+  it('the run\'s task queue and that queue\'s pollers decode from what the SDK encodes', () => {
+    const described = svc.DescribeWorkflowExecutionResponse.encode({
+      executionConfig: { taskQueue: { name: 'tq-orders', kind: 1 }, defaultWorkflowTaskTimeout: { seconds: Long.fromNumber(10) } },
+      workflowExecutionInfo: { execution: { workflowId: 'table/orders' } },
+      pendingActivities: [{ activityId: 'a' }],
+    }).finish();
+    expect(decodeWorkflowTaskQueue(described)).toBe('tq-orders');
+    expect(decodePendingActivities(described).map((p) => p.activityId)).toEqual(['a']);
+    expect(decodeWorkflowTaskQueue(svc.DescribeWorkflowExecutionResponse.encode({ pendingActivities: [{ activityId: 'a' }] }).finish())).toBeNull();
+    const pollers = svc.DescribeTaskQueueResponse.encode({
+      pollers: [
+        { lastAccessTime: google.protobuf.Timestamp.create({ seconds: Long.fromNumber(1_700_000_000), nanos: 5_000_000 }), identity: '12@host', ratePerSecond: 100000 },
+        { identity: 'never-polled' },
+      ],
+    }).finish();
+    expect(decodePollers(pollers)).toEqual([
+      { identity: '12@host', lastAccessMs: 1_700_000_000_005 },
+      { identity: 'never-polled', lastAccessMs: null },
     ]);
   });
 

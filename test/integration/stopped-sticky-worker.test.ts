@@ -7,6 +7,7 @@ import { createTableMeta } from '../../src/storage/generation-store';
 import { workflowArgsFor } from '../../src/client/table-writer';
 import { isQueryTimeout } from '../../src/client/busy-retry';
 import { shardNames } from '../../src/names';
+import { TableClient } from '../../src/client/table-client';
 import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';
 
 // A query goes first to the worker that ran the table last (its sticky queue) and waits
@@ -73,3 +74,26 @@ test('a status query whose sticky worker is stopped times out, is asked again an
     signalGroup('SIGCONT');
   }
 }, 180_000);
+
+test('with no worker on the table\'s task queue, status says so after one ask instead of asking again', async () => {
+  const queue = uniqueName('tq-nobody');
+  const tables = new TableClient(h.client, queue);
+  const name = uniqueName('nobody');
+  const meta = await createTableMeta(h.dataRoot, { name, key: 'id', shards: shardNames(2), indices: [] });
+  await tables.start(workflowArgsFor(meta));
+  const env = { ...process.env, TEMPORAL_ADDRESS: h.address, TURNSTILE_DATA: h.dataRoot, TURNSTILE_TASK_QUEUE: h.taskQueue };
+  const t0 = Date.now();
+  const cli = promisify(execFile)(process.execPath, [path.join(PROJECT_ROOT, 'scripts', 'turnstile.mjs'), 'status', name], { env });
+  const [lib, cliStatus] = await Promise.allSettled([tables.status(name), cli]);
+  const secs = (Date.now() - t0) / 1000;
+  const why = new RegExp(`no worker has polled task queue ${queue} in the last 90 s`);
+  expect(lib.status).toBe('rejected');
+  expect(String((lib as PromiseRejectedResult).reason)).toMatch(why);
+  expect(isQueryTimeout(((lib as PromiseRejectedResult).reason as Error).cause)).toBe(true);
+  expect(cliStatus.status).toBe('rejected');
+  expect(String(((cliStatus as PromiseRejectedResult).reason as { stderr?: string }).stderr)).toMatch(why);
+  // One ask (the server's 30 s), not three: well under the 60 s a second ask would add.
+  expect(secs).toBeLessThan(55);
+  console.log(`[no worker] status refused after ${secs.toFixed(1)} s`);
+  await tables.handle(name).terminate('test done');
+}, 120_000);
