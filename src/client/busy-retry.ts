@@ -13,6 +13,9 @@ function anyCause(e: unknown, test: (err: { code?: unknown; message?: unknown; d
   return false;
 }
 
+/** Whether the message or details of `e` or one of its first causes match `pattern`. */
+const mentions = (e: unknown, pattern: RegExp): boolean => anyCause(e, (err) => [err.message, err.details].some((m) => typeof m === 'string' && pattern.test(m)));
+
 /** The server's "limit on number of concurrent in-flight updates has been reached". */
 export function isUpdateLimit(e: unknown): boolean {
   // code 8: gRPC RESOURCE_EXHAUSTED
@@ -26,7 +29,7 @@ export function isUpdateLimit(e: unknown): boolean {
  * cluster fault tests, where it failed a waiter that only had to ask again.
  */
 export function isTaskFailedState(e: unknown): boolean {
-  return anyCause(e, (err) => [err.message, err.details].some((m) => typeof m === 'string' && /Workflow Task in failed state/i.test(m)));
+  return mentions(e, /Workflow Task in failed state/i);
 }
 
 /**
@@ -41,7 +44,7 @@ export function isTaskFailedState(e: unknown): boolean {
  * A client-side deadline that ran out has another message and is not asked again.
  */
 export function isQueryTimeout(e: unknown): boolean {
-  return anyCause(e, (err) => [err.message, err.details].some((m) => typeof m === 'string' && /query timed out before a worker could process it/i.test(m)));
+  return mentions(e, /query timed out before a worker could process it/i);
 }
 
 /**
@@ -51,7 +54,7 @@ export function isQueryTimeout(e: unknown): boolean {
  * while a worker runs; with none, noLiveWorker says so.
  */
 export function isQueryBufferFull(e: unknown): boolean {
-  return anyCause(e, (err) => [err.message, err.details].some((m) => typeof m === 'string' && /consistent query buffer is full/i.test(m)));
+  return mentions(e, /consistent query buffer is full/i);
 }
 
 /**

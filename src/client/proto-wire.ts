@@ -201,14 +201,19 @@ export function decodeWorkflowTaskQueue(bytes: Uint8Array): string | null {
   return name;
 }
 
+export interface WirePoller {
+  identity: string;
+  lastAccessMs: number | null;
+}
+
 /** DescribeTaskQueueResponse { repeated PollerInfo pollers = 1 { last_access_time = 1; identity = 2 } }. */
-export function decodePollers(bytes: Uint8Array): { identity: string; lastAccessMs: number | null }[] {
+export function decodePollers(bytes: Uint8Array): WirePoller[] {
   const r = pb.Reader.create(bytes);
-  const out: { identity: string; lastAccessMs: number | null }[] = [];
+  const out: WirePoller[] = [];
   eachField(r, r.len, (f) => {
     if (f !== 1) return false;
     const end = r.uint32() + r.pos;
-    const p: { identity: string; lastAccessMs: number | null } = { identity: '', lastAccessMs: null };
+    const p: WirePoller = { identity: '', lastAccessMs: null };
     eachField(r, end, (pf) => {
       if (pf === 1) p.lastAccessMs = decodeTimestampMs(r, r.uint32() + r.pos);
       else if (pf === 2) p.identity = r.string();

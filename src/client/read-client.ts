@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { decodePendingActivities, decodePollers, decodeQueryResponse, decodeWorkflowTaskQueue, encodeDescribeRequest, encodeDescribeTaskQueueRequest, encodeQueryRequest, type WirePayload } from './proto-wire';
+import { decodePendingActivities, decodePollers, decodeQueryResponse, decodeWorkflowTaskQueue, encodeDescribeRequest, encodeDescribeTaskQueueRequest, encodeQueryRequest, type WirePayload, type WirePoller } from './proto-wire';
 import type { PendingActivity } from './preparation-progress';
 import { connectionSecurity, type ConnectionSecurity } from './connection-security';
 
@@ -96,7 +96,7 @@ export class ReadClient {
   }
 
   /** When each worker last polled `taskQueue` for workflow tasks (DescribeTaskQueue). */
-  async pollers(taskQueue: string): Promise<{ identity: string; lastAccessMs: number | null }[]> {
+  async pollers(taskQueue: string): Promise<WirePoller[]> {
     return decodePollers(await this.call('DescribeTaskQueue', encodeDescribeTaskQueueRequest(this.namespace, taskQueue), taskQueue));
   }
 
