@@ -1,0 +1,37 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { Worker } from '@temporalio/worker';
+import { workflowBundle } from '../../src/worker/create-worker';
+import { chainHistories } from './history';
+import { tasksMergedOnReplay } from './replay-merges';
+
+/**
+ * Replays every run of each workflow's continue-as-new chain from its history with the
+ * current workflow code and returns one line per run that fails (empty: all replay), and
+ * one per task that a replay would merge with the next (test/support/replay-merges.ts).
+ *
+ * Why: a run whose live decisions a replay cannot repeat fails only when some worker
+ * happens to replay it (a restart, an eviction), so a test that only reads workers'
+ * logs sees a fraction of them. Replaying every run at the end sees all. The histories
+ * of failing runs are written to `saveDir` (when given) for a replay test to keep.
+ */
+export async function replayFailures(client: Client, workflowIds: string[], saveDir?: string): Promise<string[]> {
+  const histories = [];
+  for (const id of workflowIds) {
+    for (const [i, history] of (await chainHistories(client, id)).entries()) {
+      histories.push({ workflowId: `${id.replace(/\//g, '_')}-run${i + 1}`, history });
+    }
+  }
+  const failures = histories.flatMap(({ workflowId, history }) => tasksMergedOnReplay(history).map((id) => `${workflowId}: the task started at event ${id} replays merged with the next`));
+  const results = Worker.runReplayHistories({ workflowBundle: await workflowBundle(), replayName: 'replay-chains' }, histories);
+  for await (const r of results) {
+    if (r.error) failures.push(`${r.workflowId}: ${r.error.message}`);
+    if (saveDir && (r.error || failures.some((f) => f.startsWith(`${r.workflowId}:`)))) {
+      fs.mkdirSync(saveDir, { recursive: true });
+      fs.writeFileSync(path.join(saveDir, `${r.workflowId}.json`), historyToJSON(histories.find((h) => h.workflowId === r.workflowId)!.history));
+    }
+  }
+  return failures;
+}
