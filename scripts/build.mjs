@@ -67,13 +67,13 @@ function writeAtomic(file, text) {
   fs.renameSync(tmp, file);
 }
 
-/** The workflows and their interceptors as the SDK's bundler packs them for a worker (same inputs as src/worker/create-worker.ts bundleWorkflows, src/paths.ts WORKFLOW_INTERCEPTOR_PATHS). */
+/** The workflows and the stale-cache guard as the SDK's bundler packs them for a worker (same inputs as src/worker/create-worker.ts bundleWorkflows). */
 async function buildWorkflowBundle() {
   const { bundleWorkflowCode } = await import('@temporalio/worker');
   const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error };
   const b = await bundleWorkflowCode({
     workflowsPath: path.join(root, 'workflows', 'index.ts'),
-    workflowInterceptorModules: ['stale-cache-guard.ts', 'command-every-task.ts'].map((f) => path.join(root, 'workflows', f)),
+    workflowInterceptorModules: [path.join(root, 'workflows', 'stale-cache-guard.ts')],
     logger: quiet,
   });
   // The source map is inline in the code (the SDK no longer uses a separate one). Four

@@ -13,5 +13,5 @@ function projectRoot(from: string): string {
 
 export const PROJECT_ROOT = projectRoot(__dirname);
 export const WORKFLOWS_PATH = path.join(PROJECT_ROOT, 'workflows', 'index.ts');
-/** The workflow interceptors: one drops stale cached runs, one puts a command in every task that delivered events (scripts/build.mjs lists the same). */
-export const WORKFLOW_INTERCEPTOR_PATHS = ['stale-cache-guard.ts', 'command-every-task.ts'].map((f) => path.join(PROJECT_ROOT, 'workflows', f));
+/** The workflow interceptor that drops stale cached runs (workflows/stale-cache-guard.ts). */
+export const STALE_CACHE_GUARD_PATH = path.join(PROJECT_ROOT, 'workflows', 'stale-cache-guard.ts');

@@ -25,17 +25,15 @@ export type PatchId =
   | 'indexless-tables'
   | 'lazy-periodic-timers'
   | 'merge-preparation-priority'
-  | 'whole-activations'
-  | 'command-every-task';
+  | 'whole-activations';
 
 /** The patch that implies every PatchId above. */
-const CURRENT = 'turnstile-13';
+const CURRENT = 'turnstile-12';
 /** Earlier CURRENT markers, newest first, each with the patches that came after it. */
 const PREVIOUS: { marker: string; notImplied: PatchId[] }[] = [
-  { marker: 'turnstile-12', notImplied: ['command-every-task'] },
-  { marker: 'turnstile-11', notImplied: ['whole-activations', 'command-every-task'] },
-  { marker: 'turnstile-10', notImplied: ['merge-preparation-priority', 'whole-activations', 'command-every-task'] },
-  { marker: 'turnstile-9', notImplied: ['spread-periodic', 'indexless-tables', 'lazy-periodic-timers', 'merge-preparation-priority', 'whole-activations', 'command-every-task'] },
+  { marker: 'turnstile-11', notImplied: ['whole-activations'] },
+  { marker: 'turnstile-10', notImplied: ['merge-preparation-priority', 'whole-activations'] },
+  { marker: 'turnstile-9', notImplied: ['spread-periodic', 'indexless-tables', 'lazy-periodic-timers', 'merge-preparation-priority', 'whole-activations'] },
 ];
 
 // Module state is per workflow run (the SDK isolates workflow modules per run).

@@ -30,7 +30,6 @@ import * as msg from './messages';
 import { commitUnit, prepareUnit, runSnapshot } from './run-unit';
 import { Alarm } from './alarm';
 import { activationSettled } from './activation';
-import { commandEveryTask } from './command-every-task';
 import { hasPatch } from './patches';
 import { createUiPublisher } from './ui';
 import { createMetricsPublisher } from './metrics';
@@ -111,9 +110,6 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   // decide (workflows/activation.ts, src/policy/batch-order.ts). Runs recorded before
   // split some activations into two decisions and replay as they ran.
   const wholeActivations = hasPatch('whole-activations');
-  // A command in every task that delivered events, so a replay splits the run into the
-  // activations it ran as (workflows/command-every-task.ts).
-  if (hasPatch('command-every-task')) commandEveryTask();
   const publishMetrics = createMetricsPublisher(st);
   // The drain ETA's window of rate samples and the record of the last turn grants: kept
   // by the shell (the core's decisions do not depend on them), carried across continue-as-new.

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { activityInterceptors, createActivities, type ActivityDeps } from '../../activities';
 import { dedupThreadsFor, WARM_UP_ROWS } from '../../activities/dedup-threads';
-import { WORKFLOW_INTERCEPTOR_PATHS, WORKFLOWS_PATH } from '../paths';
+import { STALE_CACHE_GUARD_PATH, WORKFLOWS_PATH } from '../paths';
 import { installQuietRuntime } from './runtime';
 import { defaultIdentity, fleetMemory, type FleetMemory } from './fleet-memory';
 import { connectionSecurity } from '../client/connection-security';
@@ -82,7 +82,7 @@ export const workflowBundleSource = (): string => (PREBUILT_BUNDLE && fs.existsS
 export async function bundleWorkflows(interceptorModules: string[] = [], opts: { stackTraces?: boolean } = {}): Promise<WorkflowBundleWithSourceMap> {
   const bundle = await bundleWorkflowCode({
     workflowsPath: WORKFLOWS_PATH,
-    workflowInterceptorModules: [...WORKFLOW_INTERCEPTOR_PATHS, ...interceptorModules],
+    workflowInterceptorModules: [STALE_CACHE_GUARD_PATH, ...interceptorModules],
     logger: { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error },
   });
   return withWorkflowStackTraces(bundle, opts.stackTraces ?? false);

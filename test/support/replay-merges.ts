@@ -28,27 +28,63 @@ const COMMAND_EVENTS = new Set([
 
 /**
  * Ids of the WorkflowTaskStarted events whose task a replay does not treat as its own
- * activation but merges with the next one: sdk-core's rule for a "workflow task
- * heartbeat" (history_update.rs `find_end_index_of_next_wft_seq`): no command event since
- * the previous task's start, this task completed with none, and the next task was
- * scheduled right after. The live run decided on the two tasks apart, so a replay that
- * merges them may decide differently (workflows/command-every-task.ts).
+ * activation but merges with the next one. Mirrors sdk-core's split of a history into
+ * activations (history_update.rs `find_end_index_of_next_wft_seq`): a task that failed or
+ * timed out is skipped; a task that completed with no command, when no command event came
+ * since the scan began, and after which the next task was scheduled at once, is taken for a
+ * "workflow task heartbeat" and not ended at, unless an update accepted right after a
+ * later task's completion was sequenced before that later task (then the split goes back
+ * to the last task started before the update's sequencing event). The live run decided
+ * on each task apart and the table workflow decides once per activation
+ * (workflows/activation.ts), so a replay that merged two could decide differently. Session
+ * 28 suspected this of a CI failure; the scan finds no such task in any recorded run (the
+ * update rule keeps apart the tasks an update schedules at once), so it stays a check.
  */
 export function tasksMergedOnReplay(history: History): number[] {
   const events = history.events ?? [];
-  const merged: number[] = [];
-  let sawCommand = false;
-  for (let i = 0; i < events.length; i++) {
-    const t = events[i]!.eventType;
-    if (t != null && COMMAND_EVENTS.has(t)) sawCommand = true;
-    if (t !== E.EVENT_TYPE_WORKFLOW_TASK_STARTED) continue;
-    const next = events[i + 1]?.eventType;
-    if (next === E.EVENT_TYPE_WORKFLOW_TASK_FAILED || next === E.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT) continue;
-    if (next === E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED && events[i + 2]?.eventType === E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED && !sawCommand) {
-      merged.push(Number(events[i]!.eventId));
-      continue;
-    }
-    sawCommand = false;
+  const ends = new Set<number>();
+  const unskipped = new Set<number>();
+  for (let from = 0; from < events.length; ) {
+    const end = endOfNextSequence(events, from, unskipped);
+    if (end === null) break;
+    ends.add(end);
+    from = end + 1;
   }
-  return merged;
+  return [...unskipped].filter((ix) => !ends.has(ix) && ix < lastStarted(events)).map((ix) => Number(events[ix]!.eventId));
+}
+
+type Events = NonNullable<History['events']>;
+
+function lastStarted(events: Events): number {
+  for (let i = events.length - 1; i >= 0; i--) if (events[i]!.eventType === E.EVENT_TYPE_WORKFLOW_TASK_STARTED) return i;
+  return -1;
+}
+
+/** Index of the WorkflowTaskStarted that ends the activation beginning at `from` (null: none left); records the tasks it did not skip. */
+function endOfNextSequence(events: Events, from: number, unskipped: Set<number>): number | null {
+  let sawCommand = false;
+  let sawCommandOrStart = false;
+  const started: number[] = [];
+  for (let ix = from; ix < events.length; ix++) {
+    const e = events[ix]!;
+    if (e.eventType != null && COMMAND_EVENTS.has(e.eventType)) sawCommand = sawCommandOrStart = true;
+    if (e.eventType === E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED) sawCommandOrStart = true;
+    if (e.eventType !== E.EVENT_TYPE_WORKFLOW_TASK_STARTED) continue;
+    const next = events[ix + 1]?.eventType;
+    if (next === E.EVENT_TYPE_WORKFLOW_TASK_FAILED || next === E.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT) continue;
+    started.push(ix);
+    unskipped.add(ix);
+    if (next === E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED && events[ix + 2] != null) {
+      const after = events[ix + 2]!;
+      if (!sawCommand && after.eventType === E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED) continue;
+      const seq = after.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequestSequencingEventId;
+      if (seq != null) {
+        const back = [...started].reverse().find((i) => Number(events[i]!.eventId) < Number(seq));
+        if (back !== undefined) return back;
+      }
+      return ix;
+    }
+    if (sawCommandOrStart || next === undefined) return ix;
+  }
+  return null;
 }
