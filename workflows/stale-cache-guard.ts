@@ -1,7 +1,8 @@
 import type { WorkflowInterceptorsFactory, WorkflowInternalsInterceptor } from '@temporalio/workflow';
 
 /**
- * A worker drops a cached run that went stale instead of catching it up.
+ * A worker drops a cached run that went stale instead of catching it up, and a copy
+ * that a query handed events the run's next workflow task should have brought.
  *
  * When another worker ran some of a run's workflow tasks (the server sends a task past
  * the sticky worker when that one is slow to poll, busy or cut off), the worker that
@@ -21,6 +22,12 @@ import type { WorkflowInterceptorsFactory, WorkflowInternalsInterceptor } from '
  * was caught up later, unguarded, and once in a CI run its live decision (a preparation
  * of seqs 226-227) was one that a replay of the same history could not repeat (226-228),
  * so the run failed every replay after it.
+ *
+ * Session 28 found how a live copy comes to decide what its history cannot repeat: a query
+ * that raced new events (QUERY_TAIL below, reproduced in test/integration/query-race).
+ * Session 25's 226-227 against 226-228 fits it (the live copy knew one demand less than
+ * the task that recorded its decision); whether the catch-up failures of sessions 22-24
+ * were the same is not known, so the catch-up rule stays.
  */
 export const interceptors: WorkflowInterceptorsFactory = () => {
   const guard = staleCopyGuard();
@@ -38,9 +45,17 @@ export const interceptors: WorkflowInterceptorsFactory = () => {
 
 type Activation = Parameters<NonNullable<WorkflowInternalsInterceptor['activate']>>[0]['activation'];
 
-/** One copy's guard: call it on every activation; it throws on a replay after the copy caught up. */
-export function staleCopyGuard(): (activation: Pick<Activation, 'jobs' | 'isReplaying'>, batchIndex: number) => void {
+/** Jobs that come from history events: signals and the outcomes of activities and timers. */
+const fromEvents = (j: NonNullable<Activation['jobs']>[number]): boolean => j.signalWorkflow != null || j.resolveActivity != null || j.fireTimer != null;
+
+/** Workflow time of an activation, exact (seconds and nanoseconds), for ordering. */
+const timeOf = (a: Pick<Activation, 'timestamp'>): [number, number] => [Number(a.timestamp?.seconds ?? 0), a.timestamp?.nanos ?? 0];
+const notAfter = (a: [number, number], b: [number, number]): boolean => a[0] < b[0] || (a[0] === b[0] && a[1] <= b[1]);
+
+/** One copy's guard: call it on every activation; it throws on a replay after the copy caught up, and on a query's tail of new events. */
+export function staleCopyGuard(): (activation: Pick<Activation, 'jobs' | 'isReplaying' | 'timestamp'>, batchIndex: number) => void {
   let caughtUp = false;
+  let lastTime: [number, number] | null = null;
   return (activation, batchIndex) => {
     const jobs = activation.jobs ?? [];
     // Query-only activations are always marked replaying; they change no state.
@@ -49,10 +64,32 @@ export function staleCopyGuard(): (activation: Pick<Activation, 'jobs' | 'isRepl
       return;
     }
     if (batchIndex !== 0) return;
+    // Every workflow task brings a new start time; events delivered live at the time of
+    // the last task came with a query instead (see QUERY_TAIL).
+    const time = timeOf(activation);
+    const tail = !activation.isReplaying && lastTime !== null && notAfter(time, lastTime) && jobs.some(fromEvents);
+    lastTime = time;
+    if (tail) throw new Error(`${QUERY_TAIL}: events that came after the last workflow task reached this copy with a query; replaying the run from its history at its next task`);
     if (!activation.isReplaying) caughtUp = true;
     else if (caughtUp) throw new Error(`${STALE_CACHE}: another worker ran tasks of this run since; replaying it from its history`);
   };
 }
+
+/**
+ * A query's tail: the server sends a query straight to a worker when the run has no
+ * workflow task pending, and the history that comes with it is read when the worker
+ * takes the query, so it may end with events that came since (a writer's demand
+ * signal). sdk-core hands those events to the workflow in an activation of their own, at
+ * the time of the last workflow task, before the query, and the copy keeps them; the next
+ * task then brings no new jobs, and sdk-core completes it with the commands that
+ * activation decided, without asking the workflow. A replay delivers the same events
+ * with that next task, at its time: the table decided differently (a commit where the
+ * live run had prepared a follower), and the run's history could never be replayed again
+ * (CI of session 27, cluster faults; reproduced in test/integration/query-race.test.ts).
+ * Failing that activation fails the query (clients ask again) and evicts the copy; the
+ * next task replays the run from its history.
+ */
+export const QUERY_TAIL = 'query raced new events';
 
 /** The failure message's start, for logs and tests. */
 export const STALE_CACHE = 'stale cached run';

@@ -1,3 +1,5 @@
+import { QUERY_TAIL } from '../../workflows/stale-cache-guard';
+
 // Temporal refuses an update with RESOURCE_EXHAUSTED while the workflow has its maximum
 // of updates in flight (`history.maxInFlightUpdates`, 10 unless raised; the dev server
 // raises it, see src/server/dev-server.ts). Every awaitMerged is answered within a bound
@@ -94,6 +96,14 @@ export function noLiveWorker(taskQueue: string, pollers: readonly { lastAccessMs
 }
 
 /**
+ * The table's own refusal of a query that raced new events (workflows/stale-cache-guard.ts
+ * QUERY_TAIL): the worker dropped its copy of the run, and the next ask is answered.
+ */
+export function isQueryRace(e: unknown): boolean {
+  return mentions(e, new RegExp(QUERY_TAIL));
+}
+
+/**
  * Runs a query until a worker answers it (or it fails otherwise), for at most `maxWaitMs`
  * after the first try. The first pause is 1 s: the server clears the stickiness only
  * after its own wait on the sticky queue ends, a little after it answered the timeout,
@@ -110,5 +120,5 @@ export function retryQuery<T>(fn: () => Promise<T>, opts: { maxWaitMs?: number; 
     const why = await whyNot().catch(() => null);
     if (why !== null) throw new Error(why, { cause: e });
   };
-  return retryWhile(fn, (e) => isQueryTimeout(e) || isQueryBufferFull(e) || isTaskFailedState(e), maxWaitMs, 1000, beforeAgain);
+  return retryWhile(fn, (e) => isQueryTimeout(e) || isQueryBufferFull(e) || isTaskFailedState(e) || isQueryRace(e), maxWaitMs, 1000, beforeAgain);
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isQueryBufferFull, isQueryTimeout, isTaskFailedState, LIVE_POLL_MS, noLiveWorker, retryQuery, retryWhileBusy } from '../../src/client/busy-retry';
+import { QUERY_TAIL } from '../../workflows/stale-cache-guard';
 
 // Refusals a waiter asks again after: the update limit, and a workflow whose last task
 // failed (the shape the cluster fault tests met: a ServiceError caused by gRPC code 9).
@@ -47,6 +48,17 @@ describe('retryQuery', () => {
     });
     expect(r).toBe('state');
     expect(calls).toBe(3);
+  });
+
+  it('asks a query again after the table refused it for racing new events (the worker dropped its copy)', async () => {
+    let calls = 0;
+    const raced = new Error('Workflow activation completion failed', { cause: new Error(`${QUERY_TAIL}: events that came after the last workflow task reached this copy with a query`) });
+    const r = await retryQuery(async () => {
+      if (++calls < 2) throw raced;
+      return 'state';
+    });
+    expect(r).toBe('state');
+    expect(calls).toBe(2);
   });
 
   it('does not ask again when the caller\'s own deadline ran out, nor after its budget', async () => {

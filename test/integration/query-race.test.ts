@@ -1,0 +1,108 @@
+import path from 'node:path';
+import { afterAll, beforeAll, expect, inject, test } from 'vitest';
+import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
+import type { Client } from '@temporalio/client';
+import { connectClient } from '../../src/client/connect';
+import { isQueryRace } from '../../src/client/busy-retry';
+import { STALE_CACHE_GUARD_PATH } from '../../src/paths';
+import { installQuietRuntime } from '../../src/worker/runtime';
+import { uniqueName } from '../support/harness';
+import { decision, finish, pingBy, type queryProbe } from '../support/fixtures/merge-probe-workflow';
+
+// A query that races a new event (workflows/stale-cache-guard.ts, QUERY_TAIL). The server
+// sends a query straight to a worker when the run has no workflow task pending; if a
+// signal comes before a worker takes the query, the history the worker gets ends with
+// it, and sdk-core hands it to the workflow at the time of the last task, before the
+// query. The probe workflow decides by the time it handles the ping: live it decides
+// "no timer" there; a replay handles the ping with the next task, after the deadline, and
+// decides "timer". Which of the query and the next task a worker takes first is up to the
+// server, so each test repeats the scenario until the race happened.
+
+let client: Client;
+let connection: NativeConnection;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error };
+const probePath = path.join(__dirname, '..', 'support', 'fixtures', 'merge-probe-workflow.ts');
+const ATTEMPTS = 20;
+
+beforeAll(async () => {
+  installQuietRuntime();
+  client = await connectClient({ address: inject('temporalAddress'), namespace: 'default' });
+  connection = await NativeConnection.connect({ address: inject('temporalAddress') });
+});
+afterAll(async () => {
+  await connection?.close();
+  await client?.connection.close();
+});
+
+/** One run: a worker that caches nothing ends the first task and stops; a query, then a ping, are sent with no worker; a caching worker starts. */
+async function race(bundle: { code: string }) {
+  const taskQueue = uniqueName('tq-query-race');
+  const w1 = await Worker.create({ connection, taskQueue, workflowBundle: bundle, maxCachedWorkflows: 0 });
+  const r1 = w1.run();
+  const handle = await client.workflow.start<typeof queryProbe>('queryProbe', { taskQueue, workflowId: uniqueName('query-race') });
+  for (;;) {
+    const d = await handle.describe();
+    if (d.raw.pendingWorkflowTask == null && d.historyLength >= 4) break;
+    await sleep(20);
+  }
+  w1.shutdown();
+  await r1;
+  // No task pending: the server sends the query straight to the task queue, where it waits.
+  const query = handle.query(decision).then(
+    (answer) => ({ answer, error: null as unknown }),
+    (error: unknown) => ({ answer: null, error }),
+  );
+  await sleep(500);
+  await handle.signal(pingBy, Date.now());
+  await sleep(500);
+  const w2 = await Worker.create({ connection, taskQueue, workflowBundle: bundle });
+  const r2 = w2.run();
+  const q = await query;
+  await handle.signal(finish);
+  const result = await handle.result();
+  w2.shutdown();
+  await r2;
+  let replayError: string | null = null;
+  try {
+    await Worker.runReplayHistory({ workflowBundle: bundle, replayName: 'query-race' }, await handle.fetchHistory());
+  } catch (e) {
+    replayError = String(e);
+  }
+  return { ...q, result, replayError };
+}
+
+test('unguarded: a query that takes the new ping decides at the last task\'s time, and the run\'s history no longer replays', async () => {
+  const bundle = await bundleWorkflowCode({ workflowsPath: probePath, logger: quiet });
+  for (let i = 0; i < ATTEMPTS; i++) {
+    const r = await race(bundle);
+    // The next task handled the ping (after the deadline) and the query saw that: no race.
+    if (r.answer === 'timer') {
+      expect(r.replayError).toBeNull();
+      continue;
+    }
+    // The query's copy handled the ping before its deadline, and the next task sent what it decided.
+    expect(r.answer).toBe('no timer');
+    expect(r.result).toBe('no timer');
+    expect(r.replayError).toMatch(/Nondeterminism|TMPRL1100/);
+    return;
+  }
+  throw new Error(`no race in ${ATTEMPTS} runs`);
+}, 240_000);
+
+test('guarded (the table workflow\'s interceptor): the raced query fails, the copy is dropped, the run decides at its next task and replays', async () => {
+  const bundle = await bundleWorkflowCode({ workflowsPath: probePath, workflowInterceptorModules: [STALE_CACHE_GUARD_PATH], logger: quiet });
+  for (let i = 0; i < ATTEMPTS; i++) {
+    const r = await race(bundle);
+    expect(r.result).toBe('timer');
+    expect(r.replayError).toBeNull();
+    if (r.error === null) {
+      expect(r.answer).toBe('timer');
+      continue;
+    }
+    // The race: the query is refused with the guard's reason, which clients ask again on.
+    expect(isQueryRace(r.error)).toBe(true);
+    return;
+  }
+  throw new Error(`no race in ${ATTEMPTS} runs`);
+}, 240_000);
