@@ -70,7 +70,7 @@ function writeAtomic(file, text) {
 /** The workflows and the stale-cache guard as the SDK's bundler packs them for a worker (same inputs as src/worker/create-worker.ts bundleWorkflows). */
 async function buildWorkflowBundle() {
   const { bundleWorkflowCode } = await import('@temporalio/worker');
-  const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error };
+  const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error }; // as src/worker/create-worker.ts QUIET_BUNDLER_LOGGER
   const b = await bundleWorkflowCode({
     workflowsPath: path.join(root, 'workflows', 'index.ts'),
     workflowInterceptorModules: [path.join(root, 'workflows', 'stale-cache-guard.ts')],

@@ -99,8 +99,9 @@ export function noLiveWorker(taskQueue: string, pollers: readonly { lastAccessMs
  * The table's own refusal of a query that raced new events (workflows/stale-cache-guard.ts
  * QUERY_TAIL): the worker dropped its copy of the run, and the next ask is answered.
  */
+const QUERY_RACE = new RegExp(QUERY_TAIL);
 export function isQueryRace(e: unknown): boolean {
-  return mentions(e, new RegExp(QUERY_TAIL));
+  return mentions(e, QUERY_RACE);
 }
 
 /**

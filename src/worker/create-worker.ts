@@ -78,12 +78,15 @@ async function loadOrBundle(stackTraces: boolean): Promise<WorkflowBundleWithSou
 /** Where a worker's workflow bundle comes from, for its start-up line. */
 export const workflowBundleSource = (): string => (PREBUILT_BUNDLE && fs.existsSync(PREBUILT_BUNDLE) ? `prebuilt ${PREBUILT_BUNDLE}` : 'bundled from workflows/ at start');
 
+/** The bundler's logger: its warnings and errors only. */
+export const QUIET_BUNDLER_LOGGER = { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error };
+
 /** The workflows bundled, with extra workflow interceptor modules (tests add some). */
 export async function bundleWorkflows(interceptorModules: string[] = [], opts: { stackTraces?: boolean } = {}): Promise<WorkflowBundleWithSourceMap> {
   const bundle = await bundleWorkflowCode({
     workflowsPath: WORKFLOWS_PATH,
     workflowInterceptorModules: [STALE_CACHE_GUARD_PATH, ...interceptorModules],
-    logger: { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error },
+    logger: QUIET_BUNDLER_LOGGER,
   });
   return withWorkflowStackTraces(bundle, opts.stackTraces ?? false);
 }

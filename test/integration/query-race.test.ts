@@ -1,12 +1,11 @@
-import path from 'node:path';
 import { afterAll, beforeAll, expect, inject, test } from 'vitest';
-import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
 import { connectClient } from '../../src/client/connect';
 import { isQueryRace } from '../../src/client/busy-retry';
-import { STALE_CACHE_GUARD_PATH } from '../../src/paths';
 import { installQuietRuntime } from '../../src/worker/runtime';
 import { uniqueName } from '../support/harness';
+import { firstTaskDone, probeBundle, replayError, sleep } from '../support/probe';
 import { decision, finish, pingBy, type queryProbe } from '../support/fixtures/merge-probe-workflow';
 
 // A query that races a new event (workflows/stale-cache-guard.ts, QUERY_TAIL). The server
@@ -20,9 +19,6 @@ import { decision, finish, pingBy, type queryProbe } from '../support/fixtures/m
 
 let client: Client;
 let connection: NativeConnection;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error };
-const probePath = path.join(__dirname, '..', 'support', 'fixtures', 'merge-probe-workflow.ts');
 const ATTEMPTS = 20;
 
 beforeAll(async () => {
@@ -41,11 +37,7 @@ async function race(bundle: { code: string }) {
   const w1 = await Worker.create({ connection, taskQueue, workflowBundle: bundle, maxCachedWorkflows: 0 });
   const r1 = w1.run();
   const handle = await client.workflow.start<typeof queryProbe>('queryProbe', { taskQueue, workflowId: uniqueName('query-race') });
-  for (;;) {
-    const d = await handle.describe();
-    if (d.raw.pendingWorkflowTask == null && d.historyLength >= 4) break;
-    await sleep(20);
-  }
+  await firstTaskDone(handle);
   w1.shutdown();
   await r1;
   // No task pending: the server sends the query straight to the task queue, where it waits.
@@ -63,17 +55,11 @@ async function race(bundle: { code: string }) {
   const result = await handle.result();
   w2.shutdown();
   await r2;
-  let replayError: string | null = null;
-  try {
-    await Worker.runReplayHistory({ workflowBundle: bundle, replayName: 'query-race' }, await handle.fetchHistory());
-  } catch (e) {
-    replayError = String(e);
-  }
-  return { ...q, result, replayError };
+  return { ...q, result, replayError: await replayError(bundle, handle) };
 }
 
 test('unguarded: a query that takes the new ping decides at the last task\'s time, and the run\'s history no longer replays', async () => {
-  const bundle = await bundleWorkflowCode({ workflowsPath: probePath, logger: quiet });
+  const bundle = await probeBundle(false);
   for (let i = 0; i < ATTEMPTS; i++) {
     const r = await race(bundle);
     // The next task handled the ping (after the deadline) and the query saw that: no race.
@@ -91,7 +77,7 @@ test('unguarded: a query that takes the new ping decides at the last task\'s tim
 }, 240_000);
 
 test('guarded (the table workflow\'s interceptor): the raced query fails, the copy is dropped, the run decides at its next task and replays', async () => {
-  const bundle = await bundleWorkflowCode({ workflowsPath: probePath, workflowInterceptorModules: [STALE_CACHE_GUARD_PATH], logger: quiet });
+  const bundle = await probeBundle(true);
   for (let i = 0; i < ATTEMPTS; i++) {
     const r = await race(bundle);
     expect(r.result).toBe('timer');

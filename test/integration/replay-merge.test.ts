@@ -1,14 +1,13 @@
-import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { inject } from 'vitest';
-import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { connectClient } from '../../src/client/connect';
 import { installQuietRuntime } from '../../src/worker/runtime';
-import { STALE_CACHE_GUARD_PATH } from '../../src/paths';
 import { uniqueName } from '../support/harness';
 import { tasksMergedOnReplay } from '../support/replay-merges';
+import { firstTaskDone, probeBundle, replayError, sleep } from '../support/probe';
 import { finish, ping, poke, type mergeProbe } from '../support/fixtures/merge-probe-workflow';
 
 // The table workflow decides once per activation (workflows/activation.ts), so it relies on a
@@ -31,8 +30,7 @@ beforeAll(async () => {
   installQuietRuntime();
   client = await connectClient({ address: inject('temporalAddress'), namespace: 'default' });
   connection = await NativeConnection.connect({ address: inject('temporalAddress') });
-  const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error };
-  bundle = await bundleWorkflowCode({ workflowsPath: path.join(__dirname, '..', 'support', 'fixtures', 'merge-probe-workflow.ts'), workflowInterceptorModules: [STALE_CACHE_GUARD_PATH], logger: quiet });
+  bundle = await probeBundle(true);
   // The ping's task spins for about half a second: well under the SDK's 5 s limit on one activation.
   worker = await Worker.create({ connection, taskQueue, workflowBundle: bundle });
   running = worker.run();
@@ -48,34 +46,24 @@ afterAll(async () => {
 /** One probe run: a ping whose task runs long, an update sent while it runs, then finish. */
 async function probe() {
   const handle = await client.workflow.start<typeof mergeProbe>('mergeProbe', { taskQueue, workflowId: uniqueName('probe'), args: [{ spinIterations: 60_000_000 }], workflowTaskTimeout: '60 s' });
-  // The start's task done (its completion is the history's third event or later).
-  for (;;) {
-    const d = await handle.describe();
-    if (d.raw.pendingWorkflowTask == null && d.historyLength >= 3) break;
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await firstTaskDone(handle);
   await handle.signal(ping);
   // The update goes once the ping's task has started (the spin keeps it running for a while).
   for (;;) {
     const d = await handle.describe();
     if (d.raw.pendingWorkflowTask?.startedTime != null) break;
-    await new Promise((r) => setTimeout(r, 5));
+    await sleep(5);
   }
   expect(await handle.executeUpdate(poke)).toBe('ok');
   await handle.signal(finish);
   const result = await handle.result();
   const history = await handle.fetchHistory();
-  let replayError: string | null = null;
-  try {
-    await Worker.runReplayHistory({ workflowBundle: bundle, replayName: 'probe' }, history);
-  } catch (e) {
-    replayError = String(e);
-  }
+  const replayed = await replayError(bundle, handle, history);
   // The ping's task: completed with no command and followed at once by the next task.
   const ev = history.events ?? [];
   const E = temporal.api.enums.v1.EventType;
   const quietThenScheduled = ev.some((e, i) => e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED && ev[i - 3]?.eventType === E.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED && ev[i + 1]?.eventType === E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED);
-  return { result, merged: tasksMergedOnReplay(history), replayError, quietThenScheduled };
+  return { result, merged: tasksMergedOnReplay(history), replayError: replayed, quietThenScheduled };
 }
 
 test('a task with no command, followed at once by the task of an update that came while it ran, replays as its own activation', async () => {

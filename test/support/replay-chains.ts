@@ -24,14 +24,14 @@ export async function replayFailures(client: Client, workflowIds: string[], save
       histories.push({ workflowId: `${id.replace(/\//g, '_')}-run${i + 1}`, history });
     }
   }
-  const failures = histories.flatMap(({ workflowId, history }) => tasksMergedOnReplay(history).map((id) => `${workflowId}: the task started at event ${id} replays merged with the next`));
-  const results = Worker.runReplayHistories({ workflowBundle: await workflowBundle(), replayName: 'replay-chains' }, histories);
-  for await (const r of results) {
-    if (r.error) failures.push(`${r.workflowId}: ${r.error.message}`);
-    if (saveDir && (r.error || failures.some((f) => f.startsWith(`${r.workflowId}:`)))) {
-      fs.mkdirSync(saveDir, { recursive: true });
-      fs.writeFileSync(path.join(saveDir, `${r.workflowId}.json`), historyToJSON(histories.find((h) => h.workflowId === r.workflowId)!.history));
-    }
+  const failures: string[] = [];
+  const failed = new Set<string>();
+  const fail = (workflowId: string, why: string) => (failures.push(`${workflowId}: ${why}`), failed.add(workflowId));
+  for (const { workflowId, history } of histories) for (const id of tasksMergedOnReplay(history)) fail(workflowId, `the task started at event ${id} replays merged with the next`);
+  for await (const r of Worker.runReplayHistories({ workflowBundle: await workflowBundle(), replayName: 'replay-chains' }, histories)) if (r.error) fail(r.workflowId, r.error.message);
+  if (saveDir && failed.size > 0) {
+    fs.mkdirSync(saveDir, { recursive: true });
+    for (const h of histories) if (failed.has(h.workflowId)) fs.writeFileSync(path.join(saveDir, `${h.workflowId}.json`), historyToJSON(h.history));
   }
   return failures;
 }
