@@ -1,8 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import fs, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { TEMP_MARKER } from './layout';
 import { finishedBytes, type BytesSource, type PatchedBytes } from './storage';
+import { discardTemp, inBackground, offerSpare, openTemp, tempPathFor, type OpenTemp } from './temp-files';
+
+export { settleFileCleanups, tempPathFor } from './temp-files';
 
 // Durable, atomic file writes. Kept apart from arrow.ts so that modules writing only
 // JSON (table.json, SEALED.json, GC.json) never load apache-arrow: the CLI's operator
@@ -33,12 +34,6 @@ export async function readBytesIfExists(file: string, alloc?: (bytes: number) =>
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;
   }
-}
-
-/** A temp name in the same directory (rename must not cross file systems) that gc can recognise. */
-export function tempPathFor(file: string): string {
-  const rand = randomBytes(4).toString('hex');
-  return path.join(path.dirname(file), `${TEMP_MARKER}${process.pid}-${rand}-${path.basename(file)}`);
 }
 
 export async function fsyncDir(dir: string): Promise<void> {
@@ -99,45 +94,56 @@ export async function writeFileAtomic(file: string, bytes: Uint8Array | string |
  * acknowledged. On a file system without a journal the name may not survive an OS crash.
  */
 export async function createFileExclusive(file: string, bytes: BytesSource): Promise<boolean> {
-  const tmp = tempPathFor(file);
-  // Opened while the bytes are still being produced (a seal encodes meanwhile): one
-  // file operation fewer on the seal's path. Handled at once: a failed open must not be
-  // an unhandled rejection while the bytes are awaited.
-  const opening = fs.open(tmp, 'wx');
-  opening.catch(() => undefined);
+  // Opened while the bytes are still being produced (a seal encodes meanwhile), or
+  // before the call (a spare): one file operation fewer on the seal's path.
+  const first = openTemp(file);
   let data: Uint8Array | string | PatchedBytes;
   try {
     data = typeof bytes === 'function' ? await bytes() : bytes;
   } catch (err) {
     // An open that failed left no temp file behind.
-    await opening.then((h) => discardTemp(h, tmp), () => undefined);
+    await first.opening.then((h) => discardTemp(h, first.tmp), () => undefined);
     throw err;
   }
-  const handle = await opening;
+  const done = { written: false };
+  try {
+    return await linkNew(file, first, data, done);
+  } catch (err) {
+    // A spare opened before its directory was removed or replaced: once more, fresh.
+    if (!first.spare || (err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    // What the first try wrote is final (digest patched in): written as it is.
+    const again = done.written && typeof data === 'object' && !(data instanceof Uint8Array) ? data.bytes : data;
+    return linkNew(file, openTemp(file, false), again, { written: false });
+  }
+}
+
+/** createFileExclusive's write, link and fsync into the temp file `t`. */
+async function linkNew(file: string, t: OpenTemp, data: Uint8Array | string | PatchedBytes, done: { written: boolean }): Promise<boolean> {
+  const handle = await t.opening;
   let linked = false;
   try {
     await writeProduced(handle, data);
+    done.written = true;
     try {
-      await fs.link(tmp, file);
+      await fs.link(t.tmp, file);
       linked = true;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
     if (linked) await handle.sync();
   } catch (err) {
-    await discardTemp(handle, tmp);
+    await discardTemp(handle, t.tmp);
     throw err;
   }
   if (!linked) {
-    await discardTemp(handle, tmp);
+    await discardTemp(handle, t.tmp);
     return false;
   }
   // Durable now (the fsync above): closing and unlinking the temp name change nothing a
   // reader or a crash could see, so they run after the caller goes on (two file
   // operations fewer on a seal's path; settleFileCleanups waits for them).
-  const cleanup = discardTemp(handle, tmp).catch(() => undefined);
-  cleanups.add(cleanup);
-  void cleanup.finally(() => cleanups.delete(cleanup));
+  offerSpare(file);
+  inBackground(discardTemp(handle, t.tmp));
   return true;
 }
 
@@ -204,14 +210,3 @@ async function writeAt(handle: FileHandle, bytes: Uint8Array, position: number):
   }
 }
 
-async function discardTemp(handle: FileHandle, tmp: string): Promise<void> {
-  await handle.close().catch(() => undefined);
-  await fs.rm(tmp, { force: true });
-}
-
-const cleanups = new Set<Promise<void>>();
-
-/** Waits until every temp name left by createFileExclusive so far is gone (or failed to go). */
-export async function settleFileCleanups(): Promise<void> {
-  while (cleanups.size > 0) await Promise.all([...cleanups]);
-}

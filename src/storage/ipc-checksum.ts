@@ -18,6 +18,9 @@ import { finishedBytes, type PatchedBytes } from './storage';
 // cannot contain it.
 
 export const CHECKSUM_KEY = 'turnstile.sha256';
+// Drawn once per process: the placeholder is overwritten before any byte leaves memory,
+// so no file ever shows it and it stays as unpredictable as one drawn per file.
+const PLACEHOLDER = randomBytes(32).toString('hex');
 const DIGEST_CHARS = 64;
 const ZEROS = Buffer.alloc(DIGEST_CHARS, '0');
 
@@ -61,7 +64,7 @@ export async function encodeChecksummed(arrow: typeof ArrowNs, table: ArrowNs.Ta
  * as its write) and then write the digest into place (storage.ts PatchedBytes).
  */
 export async function encodeChecksumPending(arrow: typeof ArrowNs, table: ArrowNs.Table, alloc: (bytes: number) => Buffer = Buffer.allocUnsafe): Promise<PatchedBytes> {
-  const placeholder = randomBytes(DIGEST_CHARS / 2).toString('hex');
+  const placeholder = PLACEHOLDER;
   const metadata = new Map(table.schema.metadata);
   metadata.set(CHECKSUM_KEY, placeholder);
   const schema = new arrow.Schema(table.schema.fields, metadata);
