@@ -1,5 +1,6 @@
 import { parentPort } from 'node:worker_threads';
 import { decodeVerifiedIpc, encodeIpcFile, ipcShapeProblem } from '../src/storage/arrow';
+import { fastHashReady } from '../src/storage/fast-hash';
 import { embeddedChecksumProblem } from '../src/storage/ipc-checksum';
 import type { DedupReply, DedupRequest } from './dedup-protocol';
 import { NewestRowPerKey } from './newest-row-per-key';
@@ -81,7 +82,8 @@ async function handle(req: DedupRequest): Promise<{ reply: DedupReply; transfer:
 }
 
 // Requests are answered one at a time, in order: a job's build never overtakes its adds.
-let queue: Promise<void> = Promise.resolve();
+// The first waits for the checksum's WebAssembly (add verifies synchronously).
+let queue: Promise<void> = fastHashReady.catch(() => undefined);
 parentPort?.on('message', (msg: { id: number; req: DedupRequest }) => {
   queue = queue.then(async () => {
     const out = await handle(msg.req).catch((err: unknown) => ({ reply: { kind: 'error', message: err instanceof Error ? err.message : String(err) } as DedupReply, transfer: [] }));

@@ -6,6 +6,7 @@ import { basenameLoc } from './location';
 import { storageOf } from './open-storage';
 import { notFound, type PatchedBytes } from './storage';
 import { withScratch, type Alloc } from './scratch';
+import { fastHashReady } from './fast-hash';
 import { CHECKSUM_KEY, embeddedChecksumProblem, encodeChecksummed, encodeChecksumPending, withoutChecksum } from './ipc-checksum';
 
 // The file helpers live in atomic-file.ts (which needs no Arrow, so modules that only
@@ -132,6 +133,7 @@ export function decodeVerifiedIpc(buf: Buffer): { table: ArrowTable } | { proble
 
 /** The checksum problem of a file's bytes (embedded, else its legacy sidecar), or null; `required` refuses a file with neither. */
 export async function checksumProblem(file: string, buf: Buffer, required: boolean): Promise<string | null> {
+  await fastHashReady;
   let changed = embeddedChecksumProblem(buf);
   if (changed === undefined) changed = await sidecarProblem(file, buf);
   if (changed === undefined && required) changed = `no checksum (${CHECKSUM_KEY} metadata or ${basenameLoc(checksumFile(file))}): damaged, or not written by Turnstile`;

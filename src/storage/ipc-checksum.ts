@@ -1,33 +1,57 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type * as ArrowNs from 'apache-arrow';
 import { YIELD_EVERY_BYTES, yieldToEventLoop } from '../event-loop';
+import { fastHashReady, xxh64Hex, xxh64Stream } from './fast-hash';
 import { joinInto } from './scratch';
 import { finishedBytes, type PatchedBytes } from './storage';
 
 // Arrow IPC has no checksum of its own: a flipped bit inside a column decodes as a
-// different value. So every IPC file written here carries the sha256 of its own bytes
+// different value. So every IPC file written here carries a digest of its own bytes
 // in its schema metadata (one file per write instead of a file plus a sidecar: a seal
 // is then one durable write, and a seq can be claimed by creating the file itself).
+// Written: xxh64 (`turnstile.xxh64`, fast-hash.ts). Read: that, or the sha256
+// (`turnstile.sha256`) of files written before; a version that only knows sha256 refuses
+// an xxh64 file as having no checksum, so workers are upgraded before writers.
 //
 // A digest cannot be computed over bytes that contain it, so it is computed over the
 // file with every copy of the digest (the footer's schema; the stream header's too if
-// the writer puts metadata there) replaced by '0' x 64. To find those copies without parsing flatbuffers, the
-// file is first encoded with a random 64-hex placeholder: no column value can contain
-// a string nobody could predict, so its occurrences are exactly the metadata's. The
-// same holds for the digest when verifying: data written before its digest existed
-// cannot contain it.
+// the writer puts metadata there) replaced by '0's. To find those copies without
+// parsing flatbuffers, the file is first encoded with a random hex placeholder: no
+// column value can contain a string nobody could predict, so its occurrences are
+// exactly the metadata's. The same holds for the digest when verifying: data written
+// before its digest existed cannot contain it.
 
-export const CHECKSUM_KEY = 'turnstile.sha256';
+interface Algorithm {
+  key: string;
+  /** Hex characters of a digest. */
+  chars: number;
+  digest: (bytes: Uint8Array) => string;
+  stream: () => { update: (bytes: Uint8Array) => void; digestHex: () => string };
+}
+
+const sha256Stream = () => {
+  const h = createHash('sha256');
+  return { update: (b: Uint8Array) => void h.update(b), digestHex: () => h.digest('hex') };
+};
+
+export const CHECKSUMS = {
+  xxh64: { key: 'turnstile.xxh64', chars: 16, digest: xxh64Hex, stream: xxh64Stream },
+  sha256: { key: 'turnstile.sha256', chars: 64, digest: (b) => createHash('sha256').update(b).digest('hex'), stream: sha256Stream },
+} satisfies Record<string, Algorithm>;
+export type ChecksumName = keyof typeof CHECKSUMS;
+
+/** The metadata key of the checksum written now. */
+export const CHECKSUM_KEY = CHECKSUMS.xxh64.key;
+
 // Drawn once per process: the placeholder is overwritten before any byte leaves memory,
 // so no file ever shows it and it stays as unpredictable as one drawn per file.
 const PLACEHOLDER = randomBytes(32).toString('hex');
-const DIGEST_CHARS = 64;
-const ZEROS = Buffer.alloc(DIGEST_CHARS, '0');
+const zerosOf = (chars: number): Buffer => Buffer.alloc(chars, '0');
 
 /**
  * Positions of `needle` inside the schema copies of `buf` (stream header and footer):
  * metadata lives nowhere else, and scanning megabytes of column data for it cost more
- * than the sha256 itself (measured).
+ * than the digest itself (measured).
  */
 function occurrences(buf: Buffer, needle: string): number[] {
   const out: number[] = [];
@@ -38,11 +62,12 @@ function occurrences(buf: Buffer, needle: string): number[] {
   return out;
 }
 
-/** sha256 of `buf` with the given digest-sized spans zeroed; `buf` is left as it was. */
-function digestWithout(buf: Buffer, at: readonly number[]): string {
-  const saved = at.map((p) => Buffer.from(buf.subarray(p, p + DIGEST_CHARS)));
-  for (const p of at) ZEROS.copy(buf, p);
-  const digest = createHash('sha256').update(buf).digest('hex');
+/** The digest of `buf` with the given digest-sized spans zeroed; `buf` is left as it was. */
+function digestWithout(algo: Algorithm, buf: Buffer, at: readonly number[]): string {
+  const saved = at.map((p) => Buffer.from(buf.subarray(p, p + algo.chars)));
+  const zeros = zerosOf(algo.chars);
+  for (const p of at) zeros.copy(buf, p);
+  const digest = algo.digest(buf);
   at.forEach((p, i) => saved[i]!.copy(buf, p));
   return digest;
 }
@@ -60,13 +85,21 @@ export async function encodeChecksummed(arrow: typeof ArrowNs, table: ArrowNs.Ta
 /**
  * As encodeChecksummed, with the digest left to `finish()`: `bytes` holds the file with
  * every copy of the digest zeroed, which is exactly what the digest is computed over, so
- * a file store can write them while the sha256 runs (~2.4 ms of a 3.7 MiB seal, as long
- * as its write) and then write the digest into place (storage.ts PatchedBytes).
+ * a file store can write them while the digest runs and then write it into place
+ * (storage.ts PatchedBytes). `algorithm` other than the default: tests of older files.
  */
-export async function encodeChecksumPending(arrow: typeof ArrowNs, table: ArrowNs.Table, alloc: (bytes: number) => Buffer = Buffer.allocUnsafe): Promise<PatchedBytes> {
-  const placeholder = PLACEHOLDER;
+export async function encodeChecksumPending(
+  arrow: typeof ArrowNs,
+  table: ArrowNs.Table,
+  alloc: (bytes: number) => Buffer = Buffer.allocUnsafe,
+  algorithm: ChecksumName = 'xxh64',
+): Promise<PatchedBytes> {
+  const algo: Algorithm = CHECKSUMS[algorithm];
+  await fastHashReady;
+  const placeholder = PLACEHOLDER.slice(0, algo.chars);
   const metadata = new Map(table.schema.metadata);
-  metadata.set(CHECKSUM_KEY, placeholder);
+  for (const a of Object.values(CHECKSUMS)) metadata.delete(a.key);
+  metadata.set(algo.key, placeholder);
   const schema = new arrow.Schema(table.schema.fields, metadata);
   const tagged = new arrow.Table(schema, table.batches.map((b) => new arrow.RecordBatch(schema, b.data)));
   const chunks: Uint8Array[] = [];
@@ -74,21 +107,21 @@ export async function encodeChecksumPending(arrow: typeof ArrowNs, table: ArrowN
   const bytes = await joinInto(chunks, alloc);
   const at = occurrences(bytes, placeholder);
   if (at.length === 0) throw new Error('encodeChecksummed: the checksum metadata is not in a schema message or the footer');
-  for (const p of at) ZEROS.copy(bytes, p);
+  const zeros = zerosOf(algo.chars);
+  for (const p of at) zeros.copy(bytes, p);
   return {
     bytes,
     finish: async () => {
-      const hash = createHash('sha256');
+      const hash = algo.stream();
       for (let from = 0; from < bytes.byteLength; from += YIELD_EVERY_BYTES) {
         if (from > 0) await yieldToEventLoop();
         hash.update(bytes.subarray(from, from + YIELD_EVERY_BYTES));
       }
-      const digest = Buffer.from(hash.digest('hex'), 'latin1');
+      const digest = Buffer.from(hash.digestHex(), 'latin1');
       return at.map((p) => ({ at: p, bytes: digest }));
     },
   };
 }
-
 
 /** The schema copies of an IPC file as [start, end) offsets: the stream's first message and the footer (bounds checked). */
 function schemaRegions(buf: Buffer): [number, number][] {
@@ -108,8 +141,8 @@ function schemaRegions(buf: Buffer): [number, number][] {
 
 const isHex = (c: number): boolean => (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66);
 
-/** Every run of exactly 64 lowercase hex characters in `region`. */
-function digestCandidates(region: Buffer): string[] {
+/** Every run of exactly `chars` lowercase hex characters in `region`. */
+function digestCandidates(region: Buffer, chars: number): string[] {
   const out: string[] = [];
   let run = 0;
   for (let i = 0; i <= region.byteLength; i++) {
@@ -117,7 +150,7 @@ function digestCandidates(region: Buffer): string[] {
       run++;
       continue;
     }
-    if (run === DIGEST_CHARS) out.push(region.toString('latin1', i - DIGEST_CHARS, i));
+    if (run === chars) out.push(region.toString('latin1', i - chars, i));
     run = 0;
   }
   return out;
@@ -132,19 +165,21 @@ function digestCandidates(region: Buffer): string[] {
  */
 export function embeddedChecksumProblem(buf: Buffer): string | null | undefined {
   const regions = schemaRegions(buf).map(([start, end]) => buf.subarray(start, end));
-  if (!regions.some((r) => r.includes(CHECKSUM_KEY, 0, 'latin1'))) return undefined;
-  for (const digest of new Set(regions.flatMap(digestCandidates))) {
+  const algo: Algorithm | undefined = Object.values(CHECKSUMS).find((a) => regions.some((r) => r.includes(a.key, 0, 'latin1')));
+  if (!algo) return undefined;
+  for (const digest of new Set(regions.flatMap((r) => digestCandidates(r, algo.chars)))) {
     const at = occurrences(buf, digest);
-    if (digestWithout(buf, at) === digest) return null;
+    if (digestWithout(algo, buf, at) === digest) return null;
   }
-  return 'sha256 differs from the one recorded when it was written: the content changed';
+  return `checksum differs from the one recorded when it was written (${algo.key}): the content changed`;
 }
 
 /** The same table without the checksum key, so what was written is what is read back. */
 export function withoutChecksum(arrow: typeof ArrowNs, table: ArrowNs.Table): ArrowNs.Table {
-  if (!table.schema.metadata.has(CHECKSUM_KEY)) return table;
+  const keys = Object.values(CHECKSUMS).map((a) => a.key);
+  if (!keys.some((k) => table.schema.metadata.has(k))) return table;
   const metadata = new Map(table.schema.metadata);
-  metadata.delete(CHECKSUM_KEY);
+  for (const k of keys) metadata.delete(k);
   const schema = new arrow.Schema(table.schema.fields, metadata);
   return new arrow.Table(schema, table.batches.map((b) => new arrow.RecordBatch(schema, b.data)));
 }

@@ -126,7 +126,7 @@ describe.each(MODES)('prepareMerge %s', (_mode, dedupThreadCount) => {
     const err = await failure(run(f.acts.prepareMerge, [input(1, 2)]));
     expect([err.nonRetryable, err.type]).toEqual([true, 'CorruptGeneration']);
     expect(err.message).toContain(file);
-    expect(err.message).toContain('sha256 differs');
+    expect(err.message).toContain('checksum differs');
   });
 
   it('a missing generation fails non-retryably naming the file; an unsealed range too', async () => {

@@ -7,7 +7,8 @@ import { arrow, checksumFile, CorruptArrowFileError, encodeIpcFile, readIpcFile,
 import { createTableMeta, sealGeneration } from '../../src/storage/generation-store';
 import { withSeqColumn } from '../../src/storage/records';
 import { settleSealedHints } from '../../src/storage/sealed-hint';
-import { CHECKSUM_KEY } from '../../src/storage/ipc-checksum';
+import { CHECKSUM_KEY, CHECKSUMS, embeddedChecksumProblem, encodeChecksumPending } from '../../src/storage/ipc-checksum';
+import { finishedBytes } from '../../src/storage/storage';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-checksum-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -20,13 +21,14 @@ describe('checksum embedded in Arrow IPC files', () => {
   it('reads back what was written, without the checksum key, and with no sidecar', async () => {
     const file = path.join(dir, `${n++}.arrow`);
     // Column values that look like a digest or the zeros it is computed over change nothing.
-    const values = ['0'.repeat(64), 'f'.repeat(64), CHECKSUM_KEY];
+    const values = ['0'.repeat(16), 'f'.repeat(16), '0'.repeat(64), CHECKSUM_KEY, CHECKSUMS.sha256.key];
     await writeIpcFileAtomic(file, tableOf([1, 2, 3], values));
     const t = await readIpcFile(file);
     expect(t.getChild('value')!.toArray()).toEqual(values);
     expect([...t.schema.metadata.keys()]).toEqual([]);
     expect(fs.existsSync(checksumFile(file))).toBe(false);
-    expect(arrow.tableFromIPC(fs.readFileSync(file)).schema.metadata.get(CHECKSUM_KEY)).toMatch(/^[0-9a-f]{64}$/);
+    expect(CHECKSUM_KEY).toBe('turnstile.xxh64');
+    expect(arrow.tableFromIPC(fs.readFileSync(file)).schema.metadata.get(CHECKSUM_KEY)).toMatch(/^[0-9a-f]{16}$/);
   });
 
   it('any single changed byte is refused, never decoded into other content', async () => {
@@ -50,24 +52,47 @@ describe('checksum embedded in Arrow IPC files', () => {
     );
   });
 
-  it('a file of over 1 MiB carries the sha256 of its bytes with the digest zeroed and refuses a changed byte', async () => {
+  it('a file of over 1 MiB carries the xxh64 of its bytes with the digest zeroed and refuses a changed byte', async () => {
     const file = path.join(dir, `${n++}.arrow`);
     const rows = 40_000; // ~1.3 MiB
     await writeIpcFileAtomic(file, tableOf(Array.from({ length: rows }, (_, i) => i), Array.from({ length: rows }, (_, i) => `value ${i} `.padEnd(24, '.'))));
     const bytes = fs.readFileSync(file);
     expect(bytes.byteLength).toBeGreaterThan(1 << 20);
     expect((await readIpcFile(file)).numRows).toBe(rows);
-    // The digest in the file is sha256 over the file with its copies zeroed, however computed.
-    const { createHash } = await import('node:crypto');
+    // The digest in the file is xxh64 (seed 0) over the file with its copies zeroed,
+    // however computed: checked here with the library's own one-shot hash.
+    const { default: xxhash } = await import('xxhash-wasm');
     const digest = arrow.tableFromIPC(bytes).schema.metadata.get(CHECKSUM_KEY)!;
-    const zeroed = Buffer.from(bytes.toString('latin1').split(digest).join('0'.repeat(64)), 'latin1');
-    expect(createHash('sha256').update(zeroed).digest('hex')).toBe(digest);
+    const zeroed = Buffer.from(bytes.toString('latin1').split(digest).join('0'.repeat(16)), 'latin1');
+    expect((await xxhash()).h64Raw(zeroed).toString(16).padStart(16, '0')).toBe(digest);
     for (const at of [bytes.byteLength >> 1, 100, bytes.byteLength - 200]) {
       const bad = Buffer.from(bytes);
       bad[at] = bad[at]! ^ 1;
       fs.writeFileSync(file, bad);
       await expect(readIpcFile(file)).rejects.toBeInstanceOf(CorruptArrowFileError);
     }
+  });
+
+  it('files written with the sha256 of earlier versions are still verified, and a changed byte in them is refused', async () => {
+    const file = path.join(dir, `${n++}.arrow`);
+    const rows = 30_000;
+    const table = tableOf(Array.from({ length: rows }, (_, i) => i), Array.from({ length: rows }, (_, i) => `old ${i}`));
+    const bytes = (await finishedBytes(await encodeChecksumPending(arrow, table, undefined, 'sha256'))) as Buffer;
+    const digest = arrow.tableFromIPC(bytes).schema.metadata.get(CHECKSUMS.sha256.key)!;
+    expect(digest).toMatch(/^[0-9a-f]{64}$/);
+    expect(arrow.tableFromIPC(bytes).schema.metadata.has(CHECKSUM_KEY)).toBe(false);
+    const { createHash } = await import('node:crypto');
+    const zeroed = Buffer.from(bytes.toString('latin1').split(digest).join('0'.repeat(64)), 'latin1');
+    expect(createHash('sha256').update(zeroed).digest('hex')).toBe(digest);
+    fs.writeFileSync(file, bytes);
+    const back = await readIpcFile(file);
+    expect(back.numRows).toBe(rows);
+    expect([...back.schema.metadata.keys()]).toEqual([]);
+    const bad = Buffer.from(bytes);
+    bad[bytes.byteLength >> 1] = bad[bytes.byteLength >> 1]! ^ 4;
+    expect(embeddedChecksumProblem(bad)).toMatch(/checksum differs .*turnstile\.sha256/);
+    fs.writeFileSync(file, bad);
+    await expect(readIpcFile(file)).rejects.toBeInstanceOf(CorruptArrowFileError);
   });
 
   it('a seal of several MiB, whose digest is computed beside its write, is byte for byte the file encoded whole', async () => {

@@ -38,7 +38,8 @@ describe('temp files', () => {
     const dir = path.join(root, 's0');
     fs.mkdirSync(dir);
     expect(await createFileExclusive(path.join(dir, '1.bin'), 'one')).toBe(true);
-    await until(() => temps(dir).length === 1, 2000);
+    // The first temp name goes and the spare comes after the create returned.
+    await until(() => spareCount() === 1 && temps(dir).length === 1, 2000);
     const spare = temps(dir);
     expect(spare).toHaveLength(1);
     expect(spareCount()).toBe(1);
@@ -56,7 +57,8 @@ describe('temp files', () => {
     const dir = path.join(root, 's0');
     fs.mkdirSync(dir);
     expect(await createFileExclusive(path.join(dir, '1.bin'), 'one')).toBe(true);
-    await until(() => temps(dir).length === 1, 2000);
+    await until(() => spareCount() === 1 && temps(dir).length === 1, 2000);
+    expect(spareCount()).toBe(1);
     fs.rmSync(dir, { recursive: true });
     fs.mkdirSync(dir);
     // Patched bytes: what the retry writes must be the finished bytes, patched once.
@@ -84,6 +86,7 @@ describe('temp files', () => {
     for (const d of dirs) {
       fs.mkdirSync(d);
       expect(await createFileExclusive(path.join(d, 'x.bin'), 'x')).toBe(true);
+      await new Promise((r) => setImmediate(r)); // its spare is opened on the next turn
     }
     expect(spareCount()).toBe(MAX_SPARES);
     // The oldest directories' spares were dropped to make room: their temp files go.
