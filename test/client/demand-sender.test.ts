@@ -13,6 +13,8 @@ function gate() {
 
 const d = (shard: string, seq: number): Demand => ({ shard, sealedThroughSeq: seq, revision: seq });
 
+const nextTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
+
 describe('DemandSender', () => {
   test('coalesces what arrives while a signal is in flight into one signal with the highest seq per shard', async () => {
     const sent: Demand[][] = [];
@@ -22,6 +24,8 @@ describe('DemandSender', () => {
       if (sent.length === 1) await first.p;
     });
     s.offer(d('s0', 1));
+    await nextTurn(); // the first signal starts on the event loop's next turn
+    expect(sent).toEqual([[d('s0', 1)]]);
     for (let i = 2; i <= 9; i++) s.offer(d('s0', i));
     s.offer(d('s1', 4));
     s.offer(d('s1', 3)); // older than what is pending: ignored
@@ -139,7 +143,9 @@ describe('DemandSender', () => {
     const sent: Demand[][] = [];
     const s = new DemandSender(async (ds) => void sent.push(ds), { minIntervalMs: 60_000 });
     s.offer(d('s0', 1));
-    await Promise.resolve();
+    // Not inside offer (its caller, a seal, returns first), but on the next turn.
+    expect(sent).toEqual([]);
+    await nextTurn();
     expect(sent).toEqual([[d('s0', 1)]]);
     s.offer(d('s0', 2));
     await new Promise((r) => setTimeout(r, 20));
