@@ -1,4 +1,5 @@
 import type { Demand } from '../wire';
+import { yieldToEventLoop } from '../event-loop';
 
 // Sends a writer's demand to its table without making seals wait for it. A seal is
 // durable once sealGeneration returns; the demand only tells the table sooner than its
@@ -109,7 +110,7 @@ export class DemandSender {
     if (!force && Date.now() < this.holdUntilMs) return;
     // From the event loop's next turn: a signal's encoding and gRPC call took 0.2-1 ms of
     // this thread, which would otherwise delay the seal that offered it (its caller).
-    this.running = new Promise<void>((resolve) => setImmediate(resolve))
+    this.running = yieldToEventLoop()
       .then(() => this.drain())
       .finally(() => {
         this.running = null;

@@ -1,5 +1,6 @@
 import fs, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
+import { yieldToEventLoop } from '../event-loop';
 import { finishedBytes, type BytesSource, type PatchedBytes } from './storage';
 import { discardTemp, inBackground, offerSpare, openTemp, tempPathFor, type OpenTemp } from './temp-files';
 
@@ -146,7 +147,7 @@ async function linkNew(file: string, t: OpenTemp, data: Uint8Array | string | Pa
   // the calling thread 0.1-0.3 ms each on these 2-core VMs (profiled), and the three
   // made up a quarter of a 2,500-row seal inside the writer-ceiling bench.
   inBackground(
-    new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+    yieldToEventLoop().then(() => {
       offerSpare(file);
       return discardTemp(handle, t.tmp);
     }),
