@@ -5,7 +5,7 @@ import { connectClient } from '../../src/client/connect';
 import { isQueryRace } from '../../src/client/busy-retry';
 import { installQuietRuntime } from '../../src/worker/runtime';
 import { uniqueName } from '../support/harness';
-import { firstTaskDone, probeBundle, replayError, sleep } from '../support/probe';
+import { firstTaskDone, probeBundle, replayError, sleep, TAIL_BY_LENGTH_GUARD } from '../support/probe';
 import { decision, finish, pingBy, type queryProbe } from '../support/fixtures/merge-probe-workflow';
 
 // A query that races a new event (workflows/stale-cache-guard.ts, QUERY_TAIL). The server
@@ -77,8 +77,9 @@ test('unguarded: a query that takes the new ping decides at the last task\'s tim
   throw new Error(`no race in ${ATTEMPTS} runs`);
 }, 240_000);
 
-test('guarded (the table workflow\'s interceptor): the raced query fails, the copy is dropped, the run decides at its next task and replays', async () => {
-  const bundle = await probeBundle(true);
+/** The guarded runs: the raced query fails, never answers 'no timer', and the run replays. */
+async function guardedRace(guard: true | string) {
+  const bundle = await probeBundle(guard);
   for (let i = 0; i < ATTEMPTS; i++) {
     const r = await race(bundle);
     expect(r.result).toBe('timer');
@@ -94,4 +95,12 @@ test('guarded (the table workflow\'s interceptor): the raced query fails, the co
     return;
   }
   throw new Error(`no race in ${ATTEMPTS} runs`);
-}, 240_000);
+}
+
+test('guarded (the table workflow\'s interceptor): the raced query fails, the copy is dropped, the run decides at its next task and replays', () => guardedRace(true), 240_000);
+
+// The tail here comes at the last task's time, so the time rule catches it first in the
+// table workflow's guard; the length rule, which also catches tails at a later time (a
+// failed task's, CI of session 29), must catch it on its own on a real server, where
+// sdk-core gives the history lengths it checks.
+test('the length rule alone: the raced query fails the same way', () => guardedRace(TAIL_BY_LENGTH_GUARD), 240_000);
