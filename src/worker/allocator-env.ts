@@ -1,13 +1,10 @@
 // A worker touches hundreds of MiB of fresh memory per large merge (Arrow columns,
 // hash tables, Lance's buffers), and glibc hands most of it back to the kernel between
 // merges: on these machines a merge of 10 x 100k rows took ~50,000 minor page faults in
-// the worker, ~4 us each. Three glibc malloc tunables (glibc reads them when a process
+// the worker, ~4 us each. Two glibc malloc tunables (glibc reads them when a process
 // starts, so they belong in the environment of whatever launches workers; the project's
 // own launchers set them, README "Running workers" tells operators to; elsewhere they
 // are ignored):
-// - hugetlb=1: transparent huge pages for malloc (glibc >= 2.35, THP in "madvise" or
-//   "always" mode): one fault maps 2 MiB instead of 4 KiB. Half the faults and ~10% less
-//   worker CPU (bench/README.md, session 11).
 // - mmap_threshold=32 MiB (glibc's largest dynamic value, fixed from the start) and
 //   trim_threshold=64 MiB (what glibc's own dynamic rule would reach after a 32 MiB
 //   free): buffers up to 32 MiB come from malloc's arenas and freed memory stays there
@@ -19,8 +16,15 @@
 //   budget (its bound is budget + idle baseline, ~1.4 GiB); with 64 MiB it stayed at
 //   1.11-1.12 GiB, and a C check of malloc + touch + free of 1-31 MiB buffers faults 548
 //   times (561 with 512 MiB, 4,831 with hugetlb alone, 53,159 with nothing).
+// Not `hugetlb=1` (transparent huge pages for malloc), which this list carried from
+// session 11 to 29: it halves the page faults, but each fault then zeroes 2 MiB of
+// memory the VM may never have touched, and on these machines (session 30) touching a
+// fresh 16 MiB buffer took 100-190 ms with it against 13 ms without; a cold merge of
+// 2 x 4 x 150k rows took the worker 1.61 / 1.35 / 1.42 s with it and 1.16 / 0.95 /
+// 1.18 s without (interleaved, bench/README.md). An operator whose hosts do better can
+// still set it: a tunable already in the environment is kept.
 
-export const WORKER_MALLOC_TUNABLES = ['glibc.malloc.hugetlb=1', 'glibc.malloc.mmap_threshold=33554432', 'glibc.malloc.trim_threshold=67108864'] as const;
+export const WORKER_MALLOC_TUNABLES = ['glibc.malloc.mmap_threshold=33554432', 'glibc.malloc.trim_threshold=67108864'] as const;
 
 /** `env` with the worker's malloc tunables added; a tunable the operator already set keeps their value. */
 export function withWorkerMalloc(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {

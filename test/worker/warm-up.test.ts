@@ -1,7 +1,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { withWorkerMalloc } from '../../src/worker/allocator-env';
+import { withWorkerMalloc, WORKER_MALLOC_TUNABLES } from '../../src/worker/allocator-env';
+import { PROJECT_ROOT } from '../../src/paths';
 import { warmUpMergePath } from '../../src/worker/warm-up';
 import { warmUpPreparationHere } from '../../activities/warm-up-preparation';
 
@@ -24,10 +26,17 @@ describe('worker start', () => {
   });
 
   it('adds the worker malloc tunables to the environment, keeping each one the operator set', () => {
-    const all = 'glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=67108864';
+    const all = 'glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=67108864';
     expect(withWorkerMalloc({}).GLIBC_TUNABLES).toBe(all);
     expect(withWorkerMalloc({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' }).GLIBC_TUNABLES).toBe(`glibc.malloc.arena_max=2:${all}`);
-    expect(withWorkerMalloc({ GLIBC_TUNABLES: 'glibc.malloc.hugetlb=0' }).GLIBC_TUNABLES).toBe('glibc.malloc.hugetlb=0:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=67108864');
+    // Huge pages are not among them (slower on these VMs), but one the operator asks for is kept.
+    expect(withWorkerMalloc({ GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1' }).GLIBC_TUNABLES).toBe(`glibc.malloc.hugetlb=1:${all}`);
     expect(withWorkerMalloc({ GLIBC_TUNABLES: 'glibc.malloc.trim_threshold=1:glibc.malloc.mmap_threshold=2:glibc.malloc.hugetlb=0' }).GLIBC_TUNABLES).toBe('glibc.malloc.trim_threshold=1:glibc.malloc.mmap_threshold=2:glibc.malloc.hugetlb=0');
+  });
+
+  it('npm start sets the same tunables (scripts/bootstrap.mjs runs before anything is built, so it repeats the list)', () => {
+    const text = fs.readFileSync(path.join(PROJECT_ROOT, 'scripts', 'bootstrap.mjs'), 'utf8');
+    const listed = /const want = \[([^\]]*)\]/.exec(text)?.[1];
+    expect(listed && JSON.parse(`[${listed.replaceAll("'", '"')}]`)).toEqual([...WORKER_MALLOC_TUNABLES]);
   });
 });
