@@ -10,16 +10,9 @@ import { QUIET_BUNDLER_LOGGER } from '../../src/worker/create-worker';
 
 const PROBES = path.join(__dirname, 'fixtures', 'merge-probe-workflow.ts');
 
-/** The guard with its length rule alone for query tails (the time rule off). */
-export const TAIL_BY_LENGTH_GUARD = path.join(__dirname, 'fixtures', 'tail-by-length-guard.ts');
-
-/** The probe workflows, with the stale-cache guard (what the table workflow runs), without, or with the guard module given. */
-export const probeBundle = (guard: boolean | string): Promise<{ code: string }> =>
-  bundleWorkflowCode({
-    workflowsPath: PROBES,
-    workflowInterceptorModules: guard === false ? [] : [guard === true ? STALE_CACHE_GUARD_PATH : guard],
-    logger: QUIET_BUNDLER_LOGGER,
-  });
+/** The probe workflows, with the stale-cache guard (what the table workflow runs) or without. */
+export const probeBundle = (guarded: boolean): Promise<{ code: string }> =>
+  bundleWorkflowCode({ workflowsPath: PROBES, workflowInterceptorModules: guarded ? [STALE_CACHE_GUARD_PATH] : [], logger: QUIET_BUNDLER_LOGGER });
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

@@ -8,18 +8,12 @@ import { QUERY_TAIL, STALE_CACHE, staleCopyGuard } from '../../workflows/stale-c
 // query-race.test.ts.
 
 const signal = { signalWorkflow: { signalName: 'demand' } };
-const query = { queryWorkflow: { queryType: 'status', queryId: 'q-1' } };
-// A query the server sent as a task of its own, not with a workflow task: sdk-core's id.
-const queryTask = { queryWorkflow: { queryType: 'status', queryId: 'legacy_query' } };
-// Each workflow task starts later than the one before, and its history is longer:
-// activations get increasing times and lengths.
+const query = { queryWorkflow: { queryType: 'status' } };
+// Each workflow task starts later than the one before: activations get increasing times.
 type Timestamp = Parameters<ReturnType<typeof staleCopyGuard>>[0]['timestamp'];
 let clock = 1_700_000_000;
-let length = 3;
-const act = (isReplaying: boolean, ...jobs: object[]) => ({ isReplaying, jobs: jobs as never[], timestamp: { seconds: ++clock, nanos: 0 } as unknown as Timestamp, historyLength: (length += 6) });
-const again = (a: ReturnType<typeof act>, isReplaying: boolean, ...jobs: object[]) => ({ isReplaying, jobs: jobs as never[], timestamp: a.timestamp, historyLength: a.historyLength });
-/** The same history length as `a`, at a later time (a failed task's start, session 29). */
-const later = (a: ReturnType<typeof act>, isReplaying: boolean, ...jobs: object[]) => ({ ...act(isReplaying, ...jobs), historyLength: a.historyLength });
+const act = (isReplaying: boolean, ...jobs: object[]) => ({ isReplaying, jobs: jobs as never[], timestamp: { seconds: ++clock, nanos: 0 } as unknown as Timestamp });
+const again = (a: ReturnType<typeof act>, isReplaying: boolean, ...jobs: object[]) => ({ isReplaying, jobs: jobs as never[], timestamp: a.timestamp });
 
 describe('staleCopyGuard', () => {
   test('a fresh copy replays its history, then runs live, then takes queries and live tasks', () => {
@@ -72,43 +66,5 @@ describe('staleCopyGuard', () => {
     guard(again(a, false, { doUpdate: { id: 'u' } }), 0);
     guard(act(false, signal), 0);
     guard(act(false, { resolveActivity: { seq: 1 } }), 0);
-  });
-
-  test('a query task right after live events, at their history length, had them as its tail: refused, whatever their time (session 29)', () => {
-    const guard = staleCopyGuard();
-    guard(act(true, signal), 0);
-    guard(act(false, signal), 0);
-    // The tail came at a failed task's start time, later than this copy's last task.
-    const tail = { ...act(false, signal), historyLength: 77 };
-    guard(tail, 0);
-    expect(() => guard(later(tail, true, queryTask), 0)).toThrow(QUERY_TAIL);
-    // Checked with the rule alone: the time rule did not see this tail.
-    const lengthOnly = staleCopyGuard({ staleReplay: true, tailByTime: false, tailByLength: true });
-    const timeOnly = staleCopyGuard({ staleReplay: true, tailByTime: true, tailByLength: false });
-    for (const g of [lengthOnly, timeOnly]) g(act(false, signal), 0);
-    const t2 = act(false, { resolveActivity: { seq: 1 } });
-    lengthOnly(t2, 0);
-    timeOnly(t2, 0);
-    expect(() => lengthOnly(again(t2, true, queryTask), 0)).toThrow(QUERY_TAIL);
-    timeOnly(again(t2, true, queryTask), 0);
-  });
-
-  test('queries that are not a query task\'s tail are answered', () => {
-    const guard = staleCopyGuard();
-    const live = act(false, signal);
-    guard(live, 0);
-    // A query that came with the workflow task itself (a server-assigned id), at its length.
-    guard(again(live, true, query), 0);
-    // A query task later: the history has grown by at least the task's completion.
-    guard({ ...again(live, true, queryTask), historyLength: live.historyLength + 1 }, 0);
-    // A query task after a live activation without events (an update), at its length.
-    const update = act(false, { doUpdate: { id: 'u' } });
-    guard(update, 0);
-    guard(again(update, true, queryTask), 0);
-    // A query task after a replay (a copy built to answer it), at the replay's length.
-    const fresh = staleCopyGuard();
-    const replayed = act(true, signal);
-    fresh(replayed, 0);
-    fresh(again(replayed, true, queryTask), 0);
   });
 });
