@@ -25,15 +25,17 @@ export type PatchId =
   | 'indexless-tables'
   | 'lazy-periodic-timers'
   | 'merge-preparation-priority'
-  | 'whole-activations';
+  | 'whole-activations'
+  | 'pressure-at-once';
 
 /** The patch that implies every PatchId above. */
-const CURRENT = 'turnstile-12';
+const CURRENT = 'turnstile-13';
 /** Earlier CURRENT markers, newest first, each with the patches that came after it. */
 const PREVIOUS: { marker: string; notImplied: PatchId[] }[] = [
-  { marker: 'turnstile-11', notImplied: ['whole-activations'] },
-  { marker: 'turnstile-10', notImplied: ['merge-preparation-priority', 'whole-activations'] },
-  { marker: 'turnstile-9', notImplied: ['spread-periodic', 'indexless-tables', 'lazy-periodic-timers', 'merge-preparation-priority', 'whole-activations'] },
+  { marker: 'turnstile-12', notImplied: ['pressure-at-once'] },
+  { marker: 'turnstile-11', notImplied: ['whole-activations', 'pressure-at-once'] },
+  { marker: 'turnstile-10', notImplied: ['merge-preparation-priority', 'whole-activations', 'pressure-at-once'] },
+  { marker: 'turnstile-9', notImplied: ['spread-periodic', 'indexless-tables', 'lazy-periodic-timers', 'merge-preparation-priority', 'whole-activations', 'pressure-at-once'] },
 ];
 
 // Module state is per workflow run (the SDK isolates workflow modules per run).

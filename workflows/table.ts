@@ -105,7 +105,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   const stalled = new Set(args.carried?.stalled ?? []);
   const inbox: PolicyEvent[] = [{ type: 'timer' }];
   const alarm = new Alarm();
-  const publishToUi = createUiPublisher(hasPatch('quiet-direct-turns'));
+  const publishToUi = createUiPublisher(hasPatch('quiet-direct-turns'), hasPatch('pressure-at-once'));
   // Decisions once per activation, on all it delivered, in an order only its contents
   // decide (workflows/activation.ts, src/policy/batch-order.ts). Runs recorded before
   // split some activations into two decisions and replay as they ran.

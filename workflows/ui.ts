@@ -7,9 +7,12 @@ import * as sa from './search-attributes';
 // only when they change, and a short markdown summary as the workflow's current details.
 
 // Every upsert is a history event and a write of the visibility store. Turn holder,
-// stalled, paused and backlog reaching or leaving 0 are published at once; backlog and
-// pressure moving within non-zero values at most once a second (the next event or the
-// periodic snapshot brings them up to date). A direct merge (one small generation) that
+// stalled, paused, backlog reaching or leaving 0, and any change of the write pressure
+// are published at once; the backlog moving within non-zero values while the pressure
+// stays (0, at or below softBacklog) at most once a second (the next event or the
+// periodic snapshot brings it up to date). Writers read the pressure from here (describe,
+// src/client/table-writer.ts), so it must not wait for a next event that may not come
+// (merges paused, say); it only moves while the table is behind its writers. A direct merge (one small generation) that
 // has just taken the turn is not published: its commit is over in ~100 ms, before a list
 // could show it, and publishing it and its end was two of the 16 events of every such
 // seal. If a later activation still sees it holding the turn, that one publishes it.
@@ -17,15 +20,15 @@ const NUMBERS_EVERY_MS = 1000;
 
 /**
  * One publisher per workflow run: it remembers what it last upserted and when.
- * `quietDirectTurns` false: runs recorded before that rule replay with their upserts.
+ * `quietDirectTurns`, `pressureAtOnce` false: runs recorded before those rules replay with their upserts.
  */
-export function createUiPublisher(quietDirectTurns: boolean): (st: TableState, stalled: boolean, nowMs: number, drain: DrainEstimate) => void {
+export function createUiPublisher(quietDirectTurns: boolean, pressureAtOnce: boolean): (st: TableState, stalled: boolean, nowMs: number, drain: DrainEstimate) => void {
   let last: Published | null = null;
   let lastAtMs = 0;
   return (st, stalled, nowMs, drain) => {
     const next = published(st, stalled);
     const changed = JSON.stringify(next) !== JSON.stringify(last);
-    const urgent = last === null || categorical(next) !== categorical(last);
+    const urgent = last === null || categorical(next, pressureAtOnce) !== categorical(last, pressureAtOnce);
     const brief = quietDirectTurns && last !== null && justGrantedDirect(st, nowMs);
     if (changed && !brief && (urgent || nowMs - lastAtMs >= NUMBERS_EVERY_MS)) {
       upsert(next);
@@ -49,7 +52,8 @@ function published(st: TableState, stalled: boolean) {
   };
 }
 
-const categorical = (p: Published): string => JSON.stringify([p.table, p.turn, p.stalled, p.paused, p.backlog === 0]);
+const categorical = (p: Published, pressureAtOnce: boolean): string =>
+  JSON.stringify([p.table, p.turn, p.stalled, p.paused, p.backlog === 0, ...(pressureAtOnce ? [p.pressure] : [])]);
 
 function upsert(values: Published): void {
   upsertSearchAttributes([

@@ -8,6 +8,7 @@ import { formatZodError } from '../zod-format';
 import { bumpSchema, demandSchema, demandsSchema, pauseSchema, type BumpRequest, type Demand, type PauseRequest } from '../wire';
 import { applyOverride, defaultPolicy, type PolicyOverride } from '../config/policy-schema';
 import * as msg from '../../workflows/messages';
+import { TurnstileBacklog, TurnstileWritePressure } from '../../workflows/search-attributes';
 import type { StatusView } from '../../workflows/messages';
 import { tableWorkflow, type TableWorkflowArgs } from '../../workflows';
 import type { Policy } from '../policy/types';
@@ -77,9 +78,21 @@ export class TableClient {
     });
   }
 
-  /** The workflow's own state (one query): what writers poll for their pressure, under their own deadline. */
+  /** The workflow's own state (one query): what writers ask for their pressure's limits, under their own deadline. */
   async state(table: string): Promise<StatusView> {
     return this.handle(table).query(msg.state);
+  }
+
+  /**
+   * The backlog and write pressure the table last published in its search attributes
+   * (workflows/ui.ts), or null before it published any. Read with describe, which the
+   * server answers from the run's own record: no worker is involved, unlike a query.
+   */
+  async publishedPressure(table: string): Promise<{ backlog: number; writePressure: number } | null> {
+    const attributes = (await this.handle(table).describe()).typedSearchAttributes;
+    const backlog = attributes.get(TurnstileBacklog);
+    const writePressure = attributes.get(TurnstileWritePressure);
+    return typeof backlog === 'number' && typeof writePressure === 'number' ? { backlog, writePressure } : null;
   }
 
   /**

@@ -20,14 +20,17 @@ export const workflowArgsFor = (meta: TableMeta): TableWorkflowArgs => ({
   ...(meta.policy ? { policy: meta.policy } : {}),
 });
 
-/** How stale the pressure a writer acts on may be: one query per writer per interval. */
+/** How stale the pressure a writer acts on may be: one read of it per writer per interval. */
 const PRESSURE_REFRESH_MS = 500;
-/** A pressure query gives up after this long: an unreachable cluster must not stall seals. */
+/** How stale the pressure's limits (hardBacklog, maxWriteDelayMs: the table's policy) may be: one query per writer per interval. */
+const LIMITS_REFRESH_MS = 30_000;
+/** A pressure read gives up after this long: an unreachable cluster must not stall seals. */
 const PRESSURE_QUERY_TIMEOUT_MS = 2000;
 
 export class TableWriter {
   private pressure: WritePressure | undefined;
   private pressureAtMs = 0;
+  private limitsAtMs = 0;
   private refreshing: Promise<unknown> | null = null;
   /** Demand goes out in the background, coalesced: see demand-sender.ts. */
   readonly demand: DemandSender;
@@ -52,16 +55,43 @@ export class TableWriter {
    * delay (README, "Running on a cluster").
    */
   async refreshPressure(): Promise<WritePressure | undefined> {
+    await this.read(async () => {
+      this.pressure = (await this.tables.state(this.meta.name)).pressure;
+      this.limitsAtMs = Date.now();
+    });
+    return this.pressure;
+  }
+
+  /**
+   * The background refresh: the backlog and pressure the table publishes in its search
+   * attributes (describe), with the limits of the last query; a query only every 30 s
+   * (the policy may change) or while none has answered. A query is answered by a worker,
+   * and one that reaches a worker's cached run while the run's events move on is how a
+   * copy came to decide what its history cannot repeat (workflows/stale-cache-guard.ts,
+   * QUERY_TAIL): writers asked twice a second each, now once in 30 s. What is published is
+   * up to a second behind the table's state (workflows/ui.ts) while the backlog moves.
+   * write() runs it; public for tests.
+   */
+  async refreshInBackground(): Promise<WritePressure | undefined> {
+    if (!this.pressure || Date.now() - this.limitsAtMs >= LIMITS_REFRESH_MS) return this.refreshPressure();
+    await this.read(async () => {
+      const published = await this.tables.publishedPressure(this.meta.name);
+      // A newer query may have answered meanwhile; the published numbers join its limits.
+      if (published && this.pressure) this.pressure = { ...this.pressure, ...published };
+    });
+    return this.pressure;
+  }
+
+  /** One read of the table under the deadline; an unreachable cluster leaves the last known pressure in force. */
+  private async read(fn: () => Promise<void>): Promise<void> {
     try {
-      const s = await this.tables.client.connection.withDeadline(Date.now() + PRESSURE_QUERY_TIMEOUT_MS, () => this.tables.state(this.meta.name));
-      this.pressure = s.pressure;
+      await this.tables.client.connection.withDeadline(Date.now() + PRESSURE_QUERY_TIMEOUT_MS, fn);
       this.unreachable = undefined;
     } catch (e) {
       if ((e as Error).name === 'WorkflowNotFoundError') this.pressure = undefined;
       else this.unreachable = (e as Error).message.split('\n')[0];
     }
     this.pressureAtMs = Date.now();
-    return this.pressure;
   }
 
   /** Why the last pressure query failed (the cluster is unreachable), if it did: the pressure in force is the last known one. */
@@ -71,14 +101,14 @@ export class TableWriter {
    * Seals one generation: waits writePressure * maxWriteDelayMs first, refuses with a
    * retryable OverBacklogError at hardBacklog. Returns once the generation is durable;
    * its demand is signalled in the background (flush() waits for that). The pressure
-   * acted on is the last one known, refreshed in the background every 500 ms; only a
-   * writer that never asked waits for its first answer.
+   * acted on is the last one known, refreshed in the background every 500 ms (see
+   * refreshInBackground); only a writer that never asked waits for its first answer.
    */
   async write(shard: string, rows: ArrowTable | readonly Row[]): Promise<WriteGenerationResult> {
     if (!this.meta.shards.includes(shard)) throw new Error(`--shard: ${JSON.stringify(shard)} is not a shard of ${this.meta.name}; accepted: ${this.meta.shards.join(', ')}`);
     if (this.pressureAtMs === 0) await this.refreshPressure();
     else if (Date.now() - this.pressureAtMs >= PRESSURE_REFRESH_MS && !this.refreshing) {
-      this.refreshing = this.refreshPressure().finally(() => (this.refreshing = null));
+      this.refreshing = this.refreshInBackground().finally(() => (this.refreshing = null));
     }
     return writeGeneration({
       root: this.root,

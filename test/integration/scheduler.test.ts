@@ -1,5 +1,5 @@
 import { temporal } from '@temporalio/proto';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { afterAll, beforeAll, expect, test, vi } from 'vitest';
 import { createTableMeta, sealGeneration } from '../../src/storage/generation-store';
 import { generateRows } from '../../src/writer';
 import { TableWriter, workflowArgsFor } from '../../src/client/table-writer';
@@ -223,6 +223,36 @@ test('a generation whose demand signal was lost is found by the periodic snapsho
   expect(r.mergedThroughSeq).toBe(2);
   await expectExact(table, load);
   await recordHistory(h.client, handle, 'snapshot-recovery');
+});
+
+test('a writer follows the backlog the table publishes (describe), and queries the workflow only for its limits', async () => {
+  const { table, writer } = await newTable('published', { ...QUIET, softBacklog: 0, hardBacklog: 10, maxWriteDelayMs: 1000 });
+  await h.tables.pause(table, { kind: 'merge' });
+  await eventually(async () => (await h.tables.status(table)).pausedKinds.includes('merge'), 'pause applied');
+  expect((await writer.refreshPressure())?.hardBacklog).toBe(10);
+  const queries = vi.spyOn(h.tables, 'state');
+  try {
+    const load = new Load(writer, { rowsPerGeneration: 50, keySpan: 500, pauseMs: 0 });
+    for (let backlog = 1; backlog <= 3; backlog++) {
+      await load.writeOne('s0');
+      // Published by the table (at most a second after it changed), then read by the writer.
+      const known = await eventually(async () => {
+        const p = await writer.refreshInBackground();
+        return p?.backlog === backlog ? p : null;
+      }, `writer knows backlog ${backlog}`, 10_000);
+      expect(known).toEqual({ backlog, writePressure: backlog / 10, hardBacklog: 10, maxWriteDelayMs: 1000 });
+    }
+    // The seal acts on it: it waits pressure 0.3 x 1,000 ms first.
+    const before = Date.now();
+    await load.writeOne('s0');
+    expect(Date.now() - before).toBeGreaterThanOrEqual(300);
+    // Every read since the first query was a describe: the limits are asked for every 30 s.
+    expect(queries).not.toHaveBeenCalled();
+    await h.tables.resume(table, { kind: 'merge' });
+    await expectExact(table, load);
+  } finally {
+    queries.mockRestore();
+  }
 });
 
 test('writers are slowed smoothly by write pressure and refused at hardBacklog; nothing is lost', async () => {

@@ -10,7 +10,7 @@ export const HISTORIES_DIR = path.resolve(__dirname, '..', 'histories');
  * the histories of the previous generation stay checked in (they prove old runs still
  * replay) and new recordings go to a new folder.
  */
-export const RECORD_DIR = path.join(HISTORIES_DIR, '12-whole-activations');
+export const RECORD_DIR = path.join(HISTORIES_DIR, '13-pressure-at-once');
 
 /**
  * With TURNSTILE_RECORD_HISTORIES=1, saves the workflow's history (every run of it, in
