@@ -12,10 +12,11 @@ import * as sa from './search-attributes';
 // stays (0, at or below softBacklog) at most once a second (the next event or the
 // periodic snapshot brings it up to date). Writers read the pressure from here (describe,
 // src/client/table-writer.ts), so it must not wait for a next event that may not come
-// (merges paused, say); it only moves while the table is behind its writers. A direct merge (one small generation) that
-// has just taken the turn is not published: its commit is over in ~100 ms, before a list
-// could show it, and publishing it and its end was two of the 16 events of every such
-// seal. If a later activation still sees it holding the turn, that one publishes it.
+// (merges paused, say); it only moves while the table is behind its writers.
+// A direct merge (one small generation) that has just taken the turn is not published:
+// its commit is over in ~100 ms, before a list could show it, and publishing it and its
+// end was two of the 16 events of every such seal. If a later activation still sees it
+// holding the turn, that one publishes it.
 const NUMBERS_EVERY_MS = 1000;
 
 /**

@@ -25,7 +25,7 @@ const PRESSURE_REFRESH_MS = 500;
 /** How stale the pressure's limits (hardBacklog, maxWriteDelayMs: the table's policy) may be: one query per writer per interval. */
 const LIMITS_REFRESH_MS = 30_000;
 /** A pressure read gives up after this long: an unreachable cluster must not stall seals. */
-const PRESSURE_QUERY_TIMEOUT_MS = 2000;
+const PRESSURE_READ_TIMEOUT_MS = 2000;
 
 export class TableWriter {
   private pressure: WritePressure | undefined;
@@ -68,9 +68,8 @@ export class TableWriter {
    * (the policy may change) or while none has answered. A query is answered by a worker,
    * and one that reaches a worker's cached run while the run's events move on is how a
    * copy came to decide what its history cannot repeat (workflows/stale-cache-guard.ts,
-   * QUERY_TAIL): writers asked twice a second each, now once in 30 s. What is published is
-   * up to a second behind the table's state (workflows/ui.ts) while the backlog moves.
-   * write() runs it; public for tests.
+   * QUERY_TAIL): writers asked twice a second each, now once in 30 s. The table publishes
+   * every change of pressure at once (workflows/ui.ts). write() runs it; public for tests.
    */
   async refreshInBackground(): Promise<WritePressure | undefined> {
     if (!this.pressure || Date.now() - this.limitsAtMs >= LIMITS_REFRESH_MS) return this.refreshPressure();
@@ -85,7 +84,7 @@ export class TableWriter {
   /** One read of the table under the deadline; an unreachable cluster leaves the last known pressure in force. */
   private async read(fn: () => Promise<void>): Promise<void> {
     try {
-      await this.tables.client.connection.withDeadline(Date.now() + PRESSURE_QUERY_TIMEOUT_MS, fn);
+      await this.tables.client.connection.withDeadline(Date.now() + PRESSURE_READ_TIMEOUT_MS, fn);
       this.unreachable = undefined;
     } catch (e) {
       if ((e as Error).name === 'WorkflowNotFoundError') this.pressure = undefined;
@@ -94,7 +93,7 @@ export class TableWriter {
     this.pressureAtMs = Date.now();
   }
 
-  /** Why the last pressure query failed (the cluster is unreachable), if it did: the pressure in force is the last known one. */
+  /** Why the last pressure read failed (the cluster is unreachable), if it did: the pressure in force is the last known one. */
   unreachable: string | undefined;
 
   /**
