@@ -1,3 +1,4 @@
+import fsSync from 'node:fs';
 import fs, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { yieldToEventLoop } from '../event-loop';
@@ -126,7 +127,9 @@ async function linkNew(file: string, t: OpenTemp, data: Uint8Array | string | Pa
     await writeProduced(handle, data);
     done.written = true;
     try {
-      await fs.link(t.tmp, file);
+      // From this thread, as a small write is (writeInline): the link is one directory
+      // entry, 0.03-0.09 ms of syscall against a thread-pool round trip of 0.1-0.45 ms.
+      fsSync.linkSync(t.tmp, file);
       linked = true;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
@@ -163,10 +166,11 @@ async function linkNew(file: string, t: OpenTemp, data: Uint8Array | string | Pa
  * so no name ever shows the unpatched bytes.
  */
 async function writeProduced(handle: FileHandle, data: Uint8Array | string | PatchedBytes): Promise<void> {
-  if (typeof data === 'string') return handle.writeFile(data);
-  if (data instanceof Uint8Array) return writeInSlices(handle, data);
-  // Small enough for one write: patched first, since two more writes cost more than the
-  // overlap saves (a 2,500-row seal's sha256 takes 0.07 ms).
+  if (typeof data === 'string') return writeInline(handle, Buffer.from(data));
+  if (data instanceof Uint8Array) return data.byteLength <= INLINE_BYTES ? writeInline(handle, data) : writeInSlices(handle, data);
+  // Small: patched first, since more writes cost more than the overlap saves (a
+  // 2,500-row seal's digest takes 0.03-0.07 ms).
+  if (data.bytes.byteLength <= INLINE_BYTES) return writeInline(handle, (await finishedBytes(data)) as Uint8Array);
   if (data.bytes.byteLength <= SLICE_BYTES) return writeInSlices(handle, (await finishedBytes(data)) as Uint8Array);
   const writing = writeInSlices(handle, data.bytes);
   // Handled at once: a failed write must not be an unhandled rejection while finish runs.
@@ -184,6 +188,25 @@ async function writeProduced(handle: FileHandle, data: Uint8Array | string | Pat
 }
 
 const SLICE_BYTES = 512 * 1024;
+
+/**
+ * Writes up to this size go from this thread, not the thread pool: into the page cache
+ * they take 0.1-0.2 ms (a 2,500-row seal, 88 KiB), while the pool's round trip took
+ * 0.4-1.2 ms on average whenever a worker merged beside the writer (2 cores, measured in
+ * bench/writer-ceiling.ts), which was most of the gap between a seal and a raw write.
+ * Bounded, so the event loop is never held for long; fsync always goes to the pool.
+ */
+const INLINE_BYTES = 256 * 1024;
+
+/** All of `bytes` at offset 0, synchronously (see INLINE_BYTES). */
+function writeInline(handle: FileHandle, bytes: Uint8Array): Promise<void> {
+  for (let done = 0; done < bytes.byteLength; ) {
+    const n = fsSync.writeSync(handle.fd, bytes, done, bytes.byteLength - done, done);
+    if (n <= 0) return Promise.reject(new Error(`write returned ${n} bytes`));
+    done += n;
+  }
+  return Promise.resolve();
+}
 
 /** Slices in flight at once: a seal's 3.7 MiB all at once, while a batch of gigabytes does not fill the thread pool's queue (other reads wait behind it). */
 const SLICES_IN_FLIGHT = 8;

@@ -33,8 +33,10 @@ test('merge-throughput: A equals B1 row for row, and the phase report is printed
 });
 
 test('writer-ceiling: seals and raw writes of the same bytes, side by side', async () => {
-  const out = await bench('writer-ceiling.ts', ['--generations', '4', '--rows', '300']);
-  expect(out).toMatch(/^ +300 +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ +\d+ +\d+ +[\d.]+ +[\d.]+ +\d+$/m);
+  const out = await bench('writer-ceiling.ts', ['--generations', '4,3', '--rows', '300,200']);
+  // rows, timed seals (all but the first), MiB, three p50s, two rates, ratio, ratio vs raw+dir, cold, signals
+  expect(out).toMatch(/^ +300 +3 +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ +\d+ +\d+ +[\d.]+ +[\d.]+ +[\d.]+ +\d+$/m);
+  expect(out).toMatch(/^ +200 +2 +[\d.]+ /m);
 });
 
 test('many-tables: every seal is merged and answered, no workflow task timeouts', async () => {
