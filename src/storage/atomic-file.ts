@@ -165,8 +165,8 @@ async function linkNew(file: string, t: OpenTemp, data: Uint8Array | string | Pa
  * patches are written into place once both are done, before the caller links the file,
  * so no name ever shows the unpatched bytes.
  */
-async function writeProduced(handle: FileHandle, data: Uint8Array | string | PatchedBytes): Promise<void> {
-  if (typeof data === 'string') return writeInline(handle, Buffer.from(data));
+async function writeProduced(handle: FileHandle, produced: Uint8Array | string | PatchedBytes): Promise<void> {
+  const data = typeof produced === 'string' ? Buffer.from(produced) : produced;
   if (data instanceof Uint8Array) return data.byteLength <= INLINE_BYTES ? writeInline(handle, data) : writeInSlices(handle, data);
   // Small: patched first, since more writes cost more than the overlap saves (a
   // 2,500-row seal's digest takes 0.03-0.07 ms).
