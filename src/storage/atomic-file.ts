@@ -167,11 +167,10 @@ async function linkNew(file: string, t: OpenTemp, data: Uint8Array | string | Pa
  */
 async function writeProduced(handle: FileHandle, produced: Uint8Array | string | PatchedBytes): Promise<void> {
   const data = typeof produced === 'string' ? Buffer.from(produced) : produced;
-  if (data instanceof Uint8Array) return data.byteLength <= INLINE_BYTES ? writeInline(handle, data) : writeInSlices(handle, data);
+  if (data instanceof Uint8Array) return writeWhole(handle, data);
   // Small: patched first, since more writes cost more than the overlap saves (a
   // 2,500-row seal's digest takes 0.03-0.07 ms).
-  if (data.bytes.byteLength <= INLINE_BYTES) return writeInline(handle, (await finishedBytes(data)) as Uint8Array);
-  if (data.bytes.byteLength <= SLICE_BYTES) return writeInSlices(handle, (await finishedBytes(data)) as Uint8Array);
+  if (data.bytes.byteLength <= SLICE_BYTES) return writeWhole(handle, (await finishedBytes(data)) as Uint8Array);
   const writing = writeInSlices(handle, data.bytes);
   // Handled at once: a failed write must not be an unhandled rejection while finish runs.
   writing.catch(() => undefined);
@@ -197,6 +196,10 @@ const SLICE_BYTES = 512 * 1024;
  * Bounded, so the event loop is never held for long; fsync always goes to the pool.
  */
 const INLINE_BYTES = 256 * 1024;
+
+/** All of `bytes` at offset 0: from this thread when small (INLINE_BYTES), else in slices through the pool. */
+const writeWhole = (handle: FileHandle, bytes: Uint8Array): Promise<void> =>
+  bytes.byteLength <= INLINE_BYTES ? writeInline(handle, bytes) : writeInSlices(handle, bytes);
 
 /** All of `bytes` at offset 0, synchronously (see INLINE_BYTES). */
 function writeInline(handle: FileHandle, bytes: Uint8Array): Promise<void> {
