@@ -24,6 +24,11 @@ export const demands = defineSignal<[Demand[]]>('demands');
 export const bump = defineSignal<[BumpRequest]>('bump');
 export const pause = defineSignal<[PauseRequest]>('pause');
 export const resume = defineSignal<[PauseRequest]>('resume');
+/**
+ * Carries nothing: it gives the run a workflow task, in which it learns whether its
+ * Worker Deployment's current version changed and, if so, continues as new onto it.
+ */
+export const checkVersion = defineSignal('checkVersion');
 
 export const awaitMerged = defineUpdate<AwaitMergedResult, [AwaitMergedRequest]>('awaitMerged');
 export const setPolicy = defineUpdate<Policy, [PolicyOverride]>('setPolicy');

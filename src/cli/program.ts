@@ -82,6 +82,24 @@ export function buildProgram(): Command {
     .description('run one stateless worker against TEMPORAL_ADDRESS (scale by running more)')
     .action(run(async () => (await import('./worker')).worker));
 
+  const upgrade = program.command('upgrade').description('Worker Deployment versions: which one table runs go to, and how many runs each still holds');
+  upgrade
+    .command('status')
+    .description('versions of the deployment, current/ramping, table runs per version, drained or not')
+    .option('--json', 'print JSON')
+    .action(run(async () => (await import('./upgrade')).status));
+  upgrade
+    .command('set-current')
+    .description('send new and continued-as-new table runs to this version; every table moves at its next continue-as-new')
+    .argument('<BUILD_ID>', 'a build id that `upgrade status` lists')
+    .action(run(async () => (await import('./upgrade')).setCurrent));
+  upgrade
+    .command('ramp')
+    .description('send this share of continued-as-new table runs to a version besides the current one')
+    .argument('<BUILD_ID>', 'a build id that `upgrade status` lists')
+    .option('--percent <P>', 'share of runs, 0..100 (required)')
+    .action(run(async () => (await import('./upgrade')).ramp));
+
   program
     .command('workers')
     .description('live workers sharing TURNSTILE_DATA: budget, reserved bytes, running units, last seen')

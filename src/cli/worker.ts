@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { Config } from '../config/config-schema';
 import { formatBytes } from '../config/bytes';
 import { createWorker, workflowBundleSource, type WorkerOptions } from '../worker/create-worker';
@@ -17,8 +18,10 @@ export async function installWorkerRuntime(config: Config, label = 'Metrics:'): 
 }
 
 /** What `worker` and `dev` pass every worker from the configuration. */
-export function workerOptionsOf(config: Config): Pick<WorkerOptions, 'deps' | 'maxConcurrentActivities' | 'shutdownGraceSecs' | 'workflowStackTraces'> {
+export function workerOptionsOf(config: Config): Pick<WorkerOptions, 'deps' | 'maxConcurrentActivities' | 'shutdownGraceSecs' | 'workflowStackTraces' | 'deploymentName' | 'workflowBundleFile'> {
   return {
+    deploymentName: config.temporal.deploymentName,
+    ...(config.worker.workflowBundle ? { workflowBundleFile: path.resolve(config.worker.workflowBundle) } : {}),
     deps: { dataRoot: config.dataRoot, prepareCheckpointSecs: config.worker.prepareCheckpointSecs, ...(config.worker.dedupThreads === undefined ? {} : { dedupThreadCount: config.worker.dedupThreads }) },
     maxConcurrentActivities: config.worker.maxConcurrentActivities,
     shutdownGraceSecs: config.worker.shutdownGraceSecs,
@@ -31,21 +34,38 @@ export async function worker(_p: Parsed): Promise<void> {
   const config = await readCheckedConfig();
   await installWorkerRuntime(config);
   const budget = config.worker.memoryBudgetBytes ?? defaultBudgetBytes();
-  const { worker, connection, memory, identity, unregister } = await createWorker({
+  const { worker, connection, memory, identity, buildId, unregister } = await createWorker({
     ...config.temporal,
     ...workerOptionsOf(config),
     memoryBudgetBytes: budget,
   });
   const from = config.worker.memoryBudgetBytes === undefined ? 'default: half the machine' : 'worker.memoryBudgetBytes';
   console.log(`memory budget ${formatBytes(budget)} (${budget} bytes, ${from}); prepared cache ${formatBytes(memory!.cacheBytes)}, largest unit ${formatBytes(memory!.claimBytes())}`);
-  console.log(`workflow bundle: ${workflowBundleSource()}`);
+  console.log(`workflow bundle: ${config.worker.workflowBundle ?? workflowBundleSource()}`);
   console.log(`worker on ${config.temporal.address} task queue ${config.temporal.taskQueue}, data ${config.dataRoot}, identity ${identity}`);
+  console.log(`deployment ${config.temporal.deploymentName}, version ${buildId}`);
   // The SDK's worker shuts down gracefully on SIGINT/SIGTERM by itself: it stops polling
   // and lets running activities finish for worker.shutdownGraceSecs.
+  const running = worker.run();
   try {
-    await worker.run();
+    await Promise.all([running, reportRouting(config, buildId)]);
   } finally {
     await unregister();
     await connection.close();
+  }
+}
+
+/** The first version of a deployment becomes current by itself; a later one says how to make it so. */
+async function reportRouting(config: Config, buildId: string): Promise<void> {
+  const [{ connectClient }, { settleRouting }] = await Promise.all([import('../client/connect'), import('../client/deployment')]);
+  const client = await connectClient(config.temporal);
+  try {
+    const r = await settleRouting(client, config.temporal.deploymentName, buildId, 'if-none', `turnstile-worker@${process.pid}`);
+    if (r.changed) console.log(`version ${buildId} is now current (the deployment had none)`);
+    else if (r.current !== buildId) console.log(`version ${buildId} is not current (current: ${r.current}); \`turnstile upgrade set-current ${buildId}\` moves the tables here`);
+  } catch (e) {
+    console.warn(`deployment routing not checked: ${(e as Error).message.split('\n')[0]}`);
+  } finally {
+    await client.connection.close();
   }
 }

@@ -11,6 +11,8 @@ export interface WorkerRow {
   host: string;
   pid: number;
   taskQueue: string;
+  /** The build id of the workflow code it runs: the deployment version it polls as. */
+  buildId: string | null;
   budgetBytes: number;
   reservedBytes: number;
   headroomBytes: number;
@@ -34,6 +36,7 @@ export function workerRows(records: WorkerRecord[], nowMs: number): WorkerRow[] 
       host: r.host,
       pid: r.pid,
       taskQueue: r.taskQueue,
+      buildId: r.buildId ?? null,
       budgetBytes: r.budgetBytes,
       reservedBytes: reserved,
       headroomBytes: r.budgetBytes - reserved,
@@ -51,7 +54,7 @@ export function formatWorkers(rows: WorkerRow[]): string {
   const lines: string[] = [];
   for (const w of rows) {
     lines.push(
-      `${w.identity}  host ${w.host} pid ${w.pid}  budget ${formatBytes(w.budgetBytes)}  reserved ${formatBytes(w.reservedBytes)} (incl. prepared cache)  ${w.running.length} running  last seen ${w.lastSeenSecs.toFixed(1)} s ago`,
+      `${w.identity}  host ${w.host} pid ${w.pid}  build ${w.buildId ?? 'unversioned'}  budget ${formatBytes(w.budgetBytes)}  reserved ${formatBytes(w.reservedBytes)} (incl. prepared cache)  ${w.running.length} running  last seen ${w.lastSeenSecs.toFixed(1)} s ago`,
     );
     for (const u of w.running) lines.push(`  ${u.unit}  ${u.activity}  ${formatBytes(u.reservedBytes)}  for ${u.sinceSecs.toFixed(1)} s`);
   }

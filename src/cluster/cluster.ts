@@ -183,14 +183,29 @@ async function waitForHttp(url: string, pid: number, log: string, timeoutMs = 60
   throw new Error(`the Temporal UI server did not answer ${url} within ${timeoutMs} ms; see ${log}`);
 }
 
-function workerSpec(state: ClusterState, i: number, tlsEnv: Record<string, string>): SpawnSpec {
+function workerSpec(state: ClusterState, name: number | string, tlsEnv: Record<string, string>, extraEnv: Record<string, string> = {}): SpawnSpec {
+  const label = typeof name === 'number' ? `worker${name}` : name;
   return {
     cmd: process.execPath,
     args: [TURNSTILE, 'worker'],
-    log: path.join(state.dir, 'logs', `worker${i}.log`),
+    log: path.join(state.dir, 'logs', `${label}.log`),
     // The worker malloc tunables, as README "Running workers" asks (src/worker/allocator-env.ts).
-    env: { TEMPORAL_ADDRESS: state.address, TEMPORAL_NAMESPACE: state.namespace, TURNSTILE_DATA: state.dataRoot, ...tlsEnv, GLIBC_TUNABLES: withWorkerMalloc(process.env).GLIBC_TUNABLES! },
+    env: { TEMPORAL_ADDRESS: state.address, TEMPORAL_NAMESPACE: state.namespace, TURNSTILE_DATA: state.dataRoot, ...tlsEnv, GLIBC_TUNABLES: withWorkerMalloc(process.env).GLIBC_TUNABLES!, ...extraEnv },
   };
+}
+
+/**
+ * One more worker process of the cluster, stopped by `down` like the others: a blue-green
+ * upgrade starts the next release's workers beside the running ones (`extraEnv`:
+ * TURNSTILE_WORKFLOW_BUNDLE for a bundle other than this checkout's).
+ */
+export async function addWorker(dir: string, name: string, extraEnv: Record<string, string> = {}): Promise<ProcEntry> {
+  const state = readState(path.resolve(dir));
+  if (!state) throw new Error(`no cluster in ${dir}`);
+  if (state.processes.some((p) => p.name === name)) throw new Error(`the cluster already has a process ${name}`);
+  const entry = start(state, 'worker', name, state.address, workerSpec(state, name, clientTlsEnv(state.tls), extraEnv));
+  await writeState(state);
+  return entry;
 }
 
 export interface ProcStatus {

@@ -15,6 +15,8 @@ export const configSchema = z
         address: z.string().min(1).default('127.0.0.1:7233'),
         namespace: z.string().min(1).default('default'),
         taskQueue: z.string().min(1).default('turnstile'),
+        // The Worker Deployment the workers poll as versions of (src/worker/build-id.ts).
+        deploymentName: z.string().regex(/^[A-Za-z0-9_-]{1,100}$/, { message: 'must be 1-100 letters, digits, _ or -' }).default('turnstile'),
       })
       .strict()
       .default({}),
@@ -37,6 +39,8 @@ export const configSchema = z
           .string()
           .regex(/^(off|[^\s:]+:\d{1,5})$/, { message: "must be HOST:PORT (port 0: any free port) or 'off'" })
           .default('127.0.0.1:0'),
+        // A workflow bundle file to run instead of this release's (npm start keeps the previous release's this way).
+        workflowBundle: z.string().min(1).optional(),
         // Absent: half the machine's memory, resolved where the worker starts (os is not pure).
         memoryBudgetBytes: z
           .union([z.number(), z.string()])
@@ -54,9 +58,9 @@ export const configSchema = z
   .strict() satisfies z.ZodType<Config, z.ZodTypeDef, unknown>;
 
 export interface Config {
-  temporal: { address: string; namespace: string; taskQueue: string };
+  temporal: { address: string; namespace: string; taskQueue: string; deploymentName: string };
   dataRoot: string;
-  worker: { maxConcurrentActivities: number; shutdownGraceSecs: number; prepareCheckpointSecs: number; dedupThreads?: number | undefined; workflowStackTraces: boolean; metricsAddress: string; memoryBudgetBytes?: number | undefined };
+  worker: { maxConcurrentActivities: number; shutdownGraceSecs: number; prepareCheckpointSecs: number; dedupThreads?: number | undefined; workflowStackTraces: boolean; metricsAddress: string; memoryBudgetBytes?: number | undefined; workflowBundle?: string | undefined };
   policy: Policy;
 }
 
@@ -65,6 +69,8 @@ export const ENV_KEYS: Record<string, string[]> = {
   TEMPORAL_ADDRESS: ['temporal', 'address'],
   TEMPORAL_NAMESPACE: ['temporal', 'namespace'],
   TURNSTILE_TASK_QUEUE: ['temporal', 'taskQueue'],
+  TURNSTILE_DEPLOYMENT: ['temporal', 'deploymentName'],
+  TURNSTILE_WORKFLOW_BUNDLE: ['worker', 'workflowBundle'],
   TURNSTILE_DATA: ['dataRoot'],
   TURNSTILE_METRICS_ADDRESS: ['worker', 'metricsAddress'],
   TURNSTILE_WORKER_MEMORY: ['worker', 'memoryBudgetBytes'],

@@ -10,6 +10,7 @@ import { connectionSecurity } from '../client/connection-security';
 import { warmUpMergePath } from './warm-up';
 import { withWorkflowStackTraces } from './workflow-stack-traces';
 import { DEFAULT_ACTIVITY_SLOTS } from '../reservation-sizes';
+import { buildIdOf } from './build-id';
 
 // A Turnstile worker: stateless and identical to every other; run as many as needed on
 // the same task queue. The worker owns its connections; activities get theirs from deps.
@@ -31,6 +32,14 @@ export interface WorkerOptions {
   memoryBudgetBytes?: number;
   /** The SDK's workflow stack traces (workflow-stack-traces.ts); off by default. */
   workflowStackTraces?: boolean;
+  /**
+   * Poll as a version of this Worker Deployment, with the build id of the bundle
+   * (build-id.ts); table runs are then pinned to it. Absent: unversioned (tests that
+   * share one server with a task queue each; a deployment version holds at most 100).
+   */
+  deploymentName?: string;
+  /** A workflow bundle file to run instead of this release's (a previous release's, kept by `dev`). */
+  workflowBundleFile?: string;
 }
 
 /**
@@ -97,7 +106,18 @@ export interface CreatedWorker {
   /** With a memory budget: its ledger and registry record (call `unregister` after run()). */
   memory?: FleetMemory;
   identity: string;
+  /** The build id of the workflow code this worker runs (build-id.ts). */
+  buildId: string;
+  /** That workflow code (the bundle), as `dev` keeps it for the next release. */
+  workflowCode: string;
+  /** The deployment it polls as a version of; null when unversioned. */
+  deploymentName: string | null;
   unregister(): Promise<void>;
+}
+
+/** A bundle from a file: the code as written, source map inline (as dist/workflow-bundle.js). */
+export async function bundleFromFile(file: string): Promise<WorkflowBundleWithSourceMap> {
+  return { code: await fs.promises.readFile(file, 'utf8'), sourceMap: '' };
 }
 
 export async function createWorker(opts: WorkerOptions): Promise<CreatedWorker> {
@@ -122,11 +142,18 @@ export async function createWorker(opts: WorkerOptions): Promise<CreatedWorker> 
   const deps = { ...opts.deps, ...(threads ? { dedupThreads: threads } : {}), ...(memory ? { admission: memory.admission, preparedCacheBytes: memory.cacheBytes } : {}) };
   // TLS / mTLS and the API key from the environment, as every Turnstile process.
   const connection = await NativeConnection.connect({ address: opts.address, ...connectionSecurity() });
+  const bundle = opts.bundle ?? (opts.workflowBundleFile ? await bundleFromFile(opts.workflowBundleFile) : await workflowBundle({ stackTraces: opts.workflowStackTraces ?? false }));
+  const buildId = buildIdOf(bundle.code);
   const worker = await Worker.create({
     connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
-    workflowBundle: opts.bundle ?? (await workflowBundle({ stackTraces: opts.workflowStackTraces ?? false })),
+    workflowBundle: bundle,
+    // Table runs are pinned to the build that started them and move to the deployment's
+    // current version at continue-as-new (workflows/table.ts): no patch gates.
+    ...(opts.deploymentName
+      ? { workerDeploymentOptions: { version: { deploymentName: opts.deploymentName, buildId }, useWorkerVersioning: true as const, defaultVersioningBehavior: 'PINNED' as const } }
+      : {}),
     activities: createActivities(deps),
     interceptors: { activity: activityInterceptors },
     // The tuner replaces the slot count (the SDK takes one or the other).
@@ -142,6 +169,6 @@ export async function createWorker(opts: WorkerOptions): Promise<CreatedWorker> 
   await warm;
   const threadFailure = await started;
   if (threadFailure) throw new Error(`worker: dedup threads did not start: ${threadFailure.message}`);
-  const unregister = memory?.register(identity, opts.taskQueue) ?? (async () => undefined);
-  return { worker, connection, identity, unregister, ...(memory ? { memory } : {}) };
+  const unregister = memory?.register(identity, opts.taskQueue, buildId) ?? (async () => undefined);
+  return { worker, connection, identity, buildId, workflowCode: bundle.code, deploymentName: opts.deploymentName ?? null, unregister, ...(memory ? { memory } : {}) };
 }

@@ -22,7 +22,7 @@ export interface FleetMemory {
   admission: AdmissionDeps;
   claimBytes(): number;
   /** Starts refreshing this worker's registry record; the returned function stops and removes it. */
-  register(identity: string, taskQueue: string): () => Promise<void>;
+  register(identity: string, taskQueue: string, buildId?: string): () => Promise<void>;
 }
 
 export const defaultBudgetBytes = (): number => Math.floor(os.totalmem() / 2);
@@ -50,12 +50,13 @@ export function fleetMemory(opts: { budgetBytes: number; dataRoot: string; maxSl
       release: (id) => ledger.release(id),
       fleetBudgets: () => fleet,
     },
-    register(identity, taskQueue) {
+    register(identity, taskQueue, buildId) {
       const record = (): WorkerRecord => ({
         identity,
         host: os.hostname(),
         pid: process.pid,
         taskQueue,
+        ...(buildId ? { buildId } : {}),
         budgetBytes,
         cacheBytes,
         reservedBytes: ledger.reservedBytes,

@@ -24,6 +24,8 @@ export interface WorkerRecord {
   host: string;
   pid: number;
   taskQueue: string;
+  /** The build id of its workflow code (src/worker/build-id.ts). */
+  buildId?: string;
   budgetBytes: number;
   /** Held for the prepared-batch cache, outside the units' ledger. */
   cacheBytes: number;
