@@ -90,3 +90,34 @@ export async function balancer(p: Parsed): Promise<void> {
   console.log(`balancing 127.0.0.1:${port} over ${to.join(', ')}`);
   await new Promise<never>(() => {});
 }
+
+/** `cluster add-workers`: N more worker processes running this checkout's build (blue-green: beside the running ones). */
+export async function addWorkers(p: Parsed): Promise<void> {
+  const n = int(p, 'workers', 1, 16, 2);
+  const { addWorker, clusterStatus } = await import('../cluster/cluster');
+  const s = clusterStatus(dirOf(p));
+  if (!s) throw new UsageError(`--dir: no cluster under ${dirOf(p)} (start one with "turnstile cluster up")`);
+  const taken = new Set(s.processes.map((x) => x.name));
+  const added: string[] = [];
+  for (let i = 0; added.length < n; i++) {
+    const name = `worker${i}`;
+    if (taken.has(name)) continue;
+    await addWorker(dirOf(p), name);
+    added.push(name);
+  }
+  console.log(`started ${added.join(', ')} (logs in ${path.join(dirOf(p), 'logs')}); each prints its version; \`turnstile upgrade status\` lists it once it polls`);
+}
+
+/** `cluster stop-workers --build ID`: stops the cluster's workers of one version (after it drained). */
+export async function stopWorkers(p: Parsed): Promise<void> {
+  const build = str(p, 'build');
+  if (!build) throw new UsageError('--build: required (a build id that `turnstile upgrade status` lists)');
+  const [{ clusterStatus, stopProcess }, { liveRecords }] = await Promise.all([import('../cluster/cluster'), import('../worker/registry')]);
+  const s = clusterStatus(dirOf(p));
+  if (!s) throw new UsageError(`--dir: no cluster under ${dirOf(p)} (start one with "turnstile cluster up")`);
+  const pids = new Set((await liveRecords(s.state.dataRoot)).filter((r) => r.buildId === build).map((r) => r.pid));
+  const mine = s.processes.filter((x) => x.role === 'worker' && x.alive && pids.has(x.pid));
+  if (mine.length === 0) throw new UsageError(`--build: no running worker of the cluster has version ${build}`);
+  for (const x of mine) await stopProcess(dirOf(p), x.name, 'SIGTERM');
+  console.log(`stopped ${mine.map((x) => x.name).join(', ')} (version ${build})`);
+}

@@ -72,6 +72,18 @@ export function buildProgram(): Command {
     .option('--dir <DIR>', 'the cluster folder (default .turnstile/cluster)')
     .action(run(async () => (await import('./cluster')).down));
   cluster
+    .command('add-workers')
+    .description("start N more workers running this checkout's build, beside the running ones (an upgrade)")
+    .option('--workers <N>', 'how many, 1..16 (default 2)')
+    .option('--dir <DIR>', 'the cluster folder (default .turnstile/cluster)')
+    .action(run(async () => (await import('./cluster')).addWorkers));
+  cluster
+    .command('stop-workers')
+    .description('stop the workers of one version (once `upgrade status` shows it drained)')
+    .option('--build <ID>', 'build id (required)')
+    .option('--dir <DIR>', 'the cluster folder (default .turnstile/cluster)')
+    .action(run(async () => (await import('./cluster')).stopWorkers));
+  cluster
     .command('balancer', { hidden: true })
     .option('--port <PORT>')
     .option('--to <ADDRS>')

@@ -17,10 +17,13 @@ export async function installWorkerRuntime(config: Config, label = 'Metrics:'): 
   if (bound) console.log(`${label} http://${bound}/metrics`);
 }
 
+/** `temporal.deploymentName: off` polls unversioned: test suites whose in-process workers share the task queue. */
+export const versioned = (config: Config): boolean => config.temporal.deploymentName !== 'off';
+
 /** What `worker` and `dev` pass every worker from the configuration. */
 export function workerOptionsOf(config: Config): Pick<WorkerOptions, 'deps' | 'maxConcurrentActivities' | 'shutdownGraceSecs' | 'workflowStackTraces' | 'deploymentName' | 'workflowBundleFile'> {
   return {
-    deploymentName: config.temporal.deploymentName,
+    ...(versioned(config) ? { deploymentName: config.temporal.deploymentName } : {}),
     ...(config.worker.workflowBundle ? { workflowBundleFile: path.resolve(config.worker.workflowBundle) } : {}),
     deps: { dataRoot: config.dataRoot, prepareCheckpointSecs: config.worker.prepareCheckpointSecs, ...(config.worker.dedupThreads === undefined ? {} : { dedupThreadCount: config.worker.dedupThreads }) },
     maxConcurrentActivities: config.worker.maxConcurrentActivities,
@@ -43,12 +46,12 @@ export async function worker(_p: Parsed): Promise<void> {
   console.log(`memory budget ${formatBytes(budget)} (${budget} bytes, ${from}); prepared cache ${formatBytes(memory!.cacheBytes)}, largest unit ${formatBytes(memory!.claimBytes())}`);
   console.log(`workflow bundle: ${config.worker.workflowBundle ?? workflowBundleSource()}`);
   console.log(`worker on ${config.temporal.address} task queue ${config.temporal.taskQueue}, data ${config.dataRoot}, identity ${identity}`);
-  console.log(`deployment ${config.temporal.deploymentName}, version ${buildId}`);
+  console.log(versioned(config) ? `deployment ${config.temporal.deploymentName}, version ${buildId}` : `unversioned (temporal.deploymentName off), build ${buildId}`);
   // The SDK's worker shuts down gracefully on SIGINT/SIGTERM by itself: it stops polling
   // and lets running activities finish for worker.shutdownGraceSecs.
   const running = worker.run();
   try {
-    await Promise.all([running, reportRouting(config, buildId)]);
+    await Promise.all([running, versioned(config) ? reportRouting(config, buildId) : undefined]);
   } finally {
     await unregister();
     await connection.close();

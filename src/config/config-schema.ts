@@ -15,7 +15,7 @@ export const configSchema = z
         address: z.string().min(1).default('127.0.0.1:7233'),
         namespace: z.string().min(1).default('default'),
         taskQueue: z.string().min(1).default('turnstile'),
-        // The Worker Deployment the workers poll as versions of (src/worker/build-id.ts).
+        // The Worker Deployment the workers poll as versions of (src/worker/build-id.ts); off: unversioned.
         deploymentName: z.string().regex(/^[A-Za-z0-9_-]{1,100}$/, { message: 'must be 1-100 letters, digits, _ or -' }).default('turnstile'),
       })
       .strict()

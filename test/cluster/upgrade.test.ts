@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import type { Client } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { addWorker, clusterDown, clusterUp, restartProcess, stopProcess } from '../../src/cluster/cluster';
+import { clusterDown, clusterUp } from '../../src/cluster/cluster';
 import type { ClusterState } from '../../src/cluster/state';
 import { connectClient } from '../../src/client/connect';
 import { describeDeployment } from '../../src/client/deployment';
@@ -15,6 +15,7 @@ import { TableWriter, workflowArgsFor } from '../../src/client/table-writer';
 import { createTableMeta } from '../../src/storage/generation-store';
 import { shardNames, workflowIdForTable } from '../../src/names';
 import { installQuietRuntime } from '../../src/worker/runtime';
+import { liveRecords } from '../../src/worker/registry';
 import { DEFAULT_DEPLOYMENT_NAME } from '../../src/worker/build-id';
 import { PROJECT_ROOT } from '../../src/paths';
 import type { UpgradeStatus } from '../../src/cli/upgrade';
@@ -48,8 +49,8 @@ const moves: Record<string, Record<string, number>> = {};
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function cli(...args: string[]): Promise<string> {
-  const env = { ...process.env, TEMPORAL_ADDRESS: state.address, TEMPORAL_NAMESPACE: state.namespace, TURNSTILE_DATA: state.dataRoot };
+async function cli(args: string[], extraEnv: Record<string, string> = {}): Promise<string> {
+  const env = { ...process.env, TEMPORAL_ADDRESS: state.address, TEMPORAL_NAMESPACE: state.namespace, TURNSTILE_DATA: state.dataRoot, ...extraEnv };
   const { stdout } = await execFileP(process.execPath, [path.join(PROJECT_ROOT, 'scripts', 'turnstile.mjs'), ...args], { env });
   return stdout;
 }
@@ -65,7 +66,7 @@ async function until(what: string, timeoutMs: number, check: () => Promise<boole
 /** Makes `to` current with the CLI and records how long each table took to be pinned to it. */
 async function moveAll(label: string, to: Release): Promise<void> {
   const started = Date.now();
-  const out = await cli('upgrade', 'set-current', to.buildId);
+  const out = await cli(['upgrade', 'set-current', to.buildId]);
   expect(out).toContain(`${to.buildId} is the current version`);
   const took: Record<string, number> = {};
   await until(`every table pinned to ${to.buildId}`, 240_000, async () => {
@@ -84,11 +85,13 @@ async function moveAll(label: string, to: Release): Promise<void> {
 }
 
 async function upgradeStatus(): Promise<UpgradeStatus> {
-  return JSON.parse(await cli('upgrade', 'status', '--json')) as UpgradeStatus;
+  return JSON.parse(await cli(['upgrade', 'status', '--json'])) as UpgradeStatus;
 }
 
 beforeAll(async () => {
   if ('skip' in pg) return;
+  // The suite runs worker processes unversioned (vitest.config.ts); these are versions of the default deployment.
+  process.env.TURNSTILE_DEPLOYMENT = DEFAULT_DEPLOYMENT_NAME;
   installQuietRuntime();
   fs.chmodSync(dir, 0o755);
   v1 = thisRelease();
@@ -126,8 +129,8 @@ afterAll(async () => {
 
 describe.skipIf('skip' in pg)('a blue-green upgrade of the table workflow on the local cluster', () => {
   test('v2 workers beside v1, v2 made current: every table moves, v1 drains, v1 workers stop', async () => {
-    await addWorker(dir, 'worker-v2-0', { TURNSTILE_WORKFLOW_BUNDLE: v2.file });
-    await addWorker(dir, 'worker-v2-1', { TURNSTILE_WORKFLOW_BUNDLE: v2.file });
+    // The operator's commands (README "Upgrading Turnstile"); the next release's bundle by file.
+    await cli(['cluster', 'add-workers', '--workers', '2', '--dir', dir], { TURNSTILE_WORKFLOW_BUNDLE: v2.file });
     await until('v2 polling', 90_000, async () => (await describeDeployment(client, DEFAULT_DEPLOYMENT_NAME)).versions.some((v) => v.buildId === v2.buildId));
     // Polling is not current: nothing moves by itself.
     expect((await upgradeStatus()).current).toBe(v1.buildId);
@@ -138,8 +141,7 @@ describe.skipIf('skip' in pg)('a blue-green upgrade of the table workflow on the
     expect(s.versions.find((v) => v.buildId === v2.buildId)).toMatchObject({ tableRuns: names.length, drained: false });
     // The server's own drainage check agrees (its visibility grace period is seconds here).
     await until('v1 drained (server)', 120_000, async () => (await describeDeployment(client, DEFAULT_DEPLOYMENT_NAME)).versions.find((v) => v.buildId === v1.buildId)?.status === 'drained');
-    await stopProcess(dir, 'worker0', 'SIGTERM');
-    await stopProcess(dir, 'worker1', 'SIGTERM');
+    expect(await cli(['cluster', 'stop-workers', '--build', v1.buildId, '--dir', dir])).toContain('stopped worker0, worker1');
     // Only v2 workers now: the busy tables go on merging.
     const before = await Promise.all(names.slice(0, BUSY).map((t) => new TableClient(client, 'turnstile').state(t)));
     await sleep(10_000);
@@ -148,14 +150,13 @@ describe.skipIf('skip' in pg)('a blue-green upgrade of the table workflow on the
   }, 15 * 60_000);
 
   test('rollback: v1 workers again, v1 made current: every table moves back, v2 drains', async () => {
-    await restartProcess(dir, 'worker0');
-    await restartProcess(dir, 'worker1');
+    await cli(['cluster', 'add-workers', '--workers', '2', '--dir', dir]);
+    await until('two v1 workers live again', 90_000, async () => (await liveRecords(state.dataRoot)).filter((r) => r.buildId === v1.buildId).length === 2);
     await moveAll('rollback', v1);
     const s = await upgradeStatus();
     expect(s.current).toBe(v1.buildId);
     expect(s.versions.find((v) => v.buildId === v2.buildId)).toMatchObject({ tableRuns: 0, drained: true });
-    await stopProcess(dir, 'worker-v2-0', 'SIGTERM');
-    await stopProcess(dir, 'worker-v2-1', 'SIGTERM');
+    expect(await cli(['cluster', 'stop-workers', '--build', v2.buildId, '--dir', dir])).toContain('stopped worker2, worker3');
   }, 15 * 60_000);
 
   test('every table exact; no nondeterminism; every run replays on its own version, and the v2 runs not on v1', async () => {
