@@ -35,29 +35,26 @@ function withPending(state: TableState, pending: readonly PolicyEvent[], nowMs: 
   return s;
 }
 
-/**
- * `pending`: events queued in this activation and not yet applied. `againstTable` false keeps the shape check only: runs recorded before the table
- * checks existed replay with it (workflow patch `hostile-clients`).
- */
+/** `pending`: events queued in this activation and not yet applied. */
 export function checkSignal(
   state: TableState,
   name: SignalName,
   raw: unknown,
   nowMs: number,
-  opts: { pending?: readonly PolicyEvent[]; againstTable?: boolean } = {},
+  opts: { pending?: readonly PolicyEvent[] } = {},
 ): CheckedSignal {
   try {
     const seen = name === 'pause' || name === 'resume' ? withPending(state, opts.pending ?? [], nowMs) : state;
-    return checkUnsafe(seen, name, raw, nowMs, opts.againstTable ?? true);
+    return checkUnsafe(seen, name, raw, nowMs);
   } catch (e) {
     // The schemas are total, so this is a bug; still, a signal must never throw.
     return { events: [], rejected: [`${name}: ${e instanceof Error ? e.message : String(e)}`] };
   }
 }
 
-function checkUnsafe(state: TableState, name: SignalName, raw: unknown, nowMs: number, againstTable: boolean): CheckedSignal {
+function checkUnsafe(state: TableState, name: SignalName, raw: unknown, nowMs: number): CheckedSignal {
   const facts = factsOf(state);
-  const refuse = (why: string | null): string | null => (againstTable && why !== null ? `${name}: ${why}` : null);
+  const refuse = (why: string | null): string | null => (why !== null ? `${name}: ${why}` : null);
   const one = (ev: PolicyEvent, why: string | null): CheckedSignal => {
     const r = refuse(why);
     return r === null ? { events: [ev], rejected: [] } : { events: [], rejected: [r] };

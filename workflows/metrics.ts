@@ -9,7 +9,7 @@ import { METRICS } from '../src/metric-names';
 // count its past turns again. Counters add what the state's counters gained since the
 // previous activation of this run (state.counters are carried across continue-as-new,
 // so the baseline is the state the run started with). Emitting is not a command: no
-// history changes, no patch needed.
+// history changes.
 
 /** Created per run: the workflow's meter exists only inside a workflow (this module is also imported by clients for types). */
 function instruments() {

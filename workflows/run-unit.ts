@@ -1,6 +1,5 @@
 import { TimeoutType } from '@temporalio/common';
 import { ActivityFailure, ApplicationFailure, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
-import { hasPatch } from './patches';
 import type { createActivities } from '../activities';
 import type { CommitResult, PreparedMerge } from '../activities/contract';
 import type { PolicyEvent, TableState, Unit } from '../src/policy/types';
@@ -27,10 +26,6 @@ export function activityIdFor(step: 'prepare' | 'commit', unit: Unit): string {
   return `${step} ${unit.id}${range}`;
 }
 
-/** Runs recorded before activities were named keep their numbered ids on replay. */
-const namedId = (step: 'prepare' | 'commit', unit: Unit): { activityId?: string } =>
-  hasPatch('named-activity-ids') ? { activityId: activityIdFor(step, unit) } : {};
-
 /**
  * Activity task queue priorities (lower goes first; unset is the server's default 3):
  * a commit holds its table's turn, a merge preparation is on the way from seal to merged.
@@ -43,14 +38,14 @@ const MERGE_PREPARATION_PRIORITY = 2;
  * plans and the snapshots are not: ahead of them in the activity queue (priority 2; the
  * default is 3, commits are 1). A table that fell behind merges its backlog through
  * preparations, and behind the fleet's periodic work they waited p50 206 s (1,000
- * tables on 2 cores, bench/README.md, session 20): the backlog only grew.
+ * tables on 2 cores, bench/README.md): the backlog only grew.
  */
 const mergePreparationPriority = (unit: Unit): { priority?: { priorityKey: number } } =>
-  unit.kind === 'merge' && hasPatch('merge-preparation-priority') ? { priority: { priorityKey: MERGE_PREPARATION_PRIORITY } } : {};
+  unit.kind === 'merge' ? { priority: { priorityKey: MERGE_PREPARATION_PRIORITY } } : {};
 
 function prepActivities(st: TableState, unit: Unit): Activities {
   return proxyActivities<Activities>({
-    ...namedId('prepare', unit),
+    activityId: activityIdFor('prepare', unit),
     ...mergePreparationPriority(unit),
     startToCloseTimeout: '1 hour',
     heartbeatTimeout: secs(Math.max(st.policy.stallSecs.read, st.policy.stallSecs.encode)),
@@ -59,13 +54,13 @@ function prepActivities(st: TableState, unit: Unit): Activities {
 }
 
 /**
- * Issue 8: a commit no worker takes within commitAdmissionWaitSecs (no worker has the
- * memory headroom to poll) times out before it starts, and the shell hands the turn
- * back (the core's noHeadroom event). Runs recorded before it keep their commands.
+ * A commit no worker takes within commitAdmissionWaitSecs (no worker has the memory
+ * headroom to poll) times out before it starts, and the shell hands the turn back (the
+ * core's noHeadroom event).
  */
 function admissionWait(st: TableState): { scheduleToStartTimeout?: string; priority?: { priorityKey: number } } {
   const secs = st.policy.commitAdmissionWaitSecs ?? 0;
-  if (secs <= 0 || !hasPatch('commit-admission-wait')) return {};
+  if (secs <= 0) return {};
   // Highest priority (default 3): without it a commit queued behind a backlog of
   // preparations and scans on a merely busy fleet (measured: 1,000 tables on 2 cores,
   // queue p50 27 s) timed out as if no worker had headroom, gave its turn back, and
@@ -94,7 +89,7 @@ function notTaken(err: unknown): boolean {
 
 function commitActivities(st: TableState, unit: Unit, summary: string): Activities {
   return proxyActivities<Activities>({
-    ...namedId('commit', unit),
+    activityId: activityIdFor('commit', unit),
     ...admissionWait(st),
     startToCloseTimeout: '2 hours',
     heartbeatTimeout: secs(st.policy.stallSecs.commit),
@@ -141,10 +136,8 @@ export async function prepareUnit(st: TableState, unit: Unit): Promise<PolicyEve
         return { type: 'prepared', kind: 'optimize', unitId: unit.id, needsCommit: p.needed, prepared: p, attempts: 1 };
       }
       case 'index': {
-        const { configured, ...p } = await acts.planIndex({ table });
-        // Runs recorded before tables without indices stopped planning them replay without the count.
-        const plan = configured !== undefined && hasPatch('indexless-tables') ? { ...p, configured } : p;
-        return { type: 'prepared', kind: 'index', unitId: unit.id, needsCommit: p.missing.length > 0, prepared: plan, attempts: 1 };
+        const p = await acts.planIndex({ table });
+        return { type: 'prepared', kind: 'index', unitId: unit.id, needsCommit: p.missing.length > 0, prepared: p, attempts: 1 };
       }
       case 'gc': {
         const mergedThrough = st.shards.map((s) => ({ shard: s.shard, mergedThroughSeq: s.mergedThroughSeq }));

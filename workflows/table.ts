@@ -13,13 +13,14 @@ import {
   canonicalOrder,
   carryOver,
   estimateDrain,
+  CARRIED_FORMAT,
   initialState,
+  parseCarried,
   rateSample,
   recordGrants,
   statusView,
   stepAll,
-  upgradeState,
-  type CarriedState,
+  type Carried,
   type DrainEstimate,
   type Grant,
   type RateSample,
@@ -30,7 +31,6 @@ import * as msg from './messages';
 import { commitUnit, prepareUnit, runSnapshot } from './run-unit';
 import { Alarm } from './alarm';
 import { activationSettled } from './activation';
-import { hasPatch } from './patches';
 import { createUiPublisher } from './ui';
 import { createMetricsPublisher } from './metrics';
 
@@ -40,8 +40,11 @@ export interface TableWorkflowArgs {
   shards: string[];
   /** Per-table overrides of the global policy, applied at start. */
   policy?: PolicyOverride;
-  /** Carried across continue-as-new (by older runs: without the fields added since, see upgradeState). */
-  carried?: { state: CarriedState; stalled: string[]; rates?: RateSample[]; grants?: Grant[] };
+  /**
+   * Carried across continue-as-new: the contract between releases (src/policy/carried.ts).
+   * A run of the previous release may have written it, so it is parsed before use.
+   */
+  carried?: Carried;
   /** Continue as new once history reaches this many events (default RUN_EVENTS_BOUND; tests set less). */
   continueAsNewAtEvents?: number;
   /** Tests only: bound of the signal inbox (default MAX_INBOX). */
@@ -55,18 +58,14 @@ const MAX_INBOX = 10_000;
  * A run continues as new at this many history events even before Temporal suggests it
  * (4,096 events). A worker that loses its cache replays the whole run, about 1-2 ms per
  * signal on a loaded 2-core machine; a burst of signals makes each workflow task carry
- * hundreds of them and the replay of a long run can outlast the task timeout. Short runs
- * keep every replay short.
+ * hundreds of them and the replay of a long run can outlast the task timeout. And a
+ * signal that arrives during a run's last workflow task makes Temporal refuse its
+ * continue-as-new, and the worker then evicts the run and replays it whole before trying
+ * again: under a hot writer that cost ~3 s per attempt at 2,000 events, and a unit ready
+ * meanwhile waited up to 7.5 s (merges 6.3 s) for the next run. At 500 events a replay is
+ * ~0.6 s: 4.3 s and 2.4 s in the same test.
  */
-const RUN_EVENTS_BOUND = 2_000;
-/**
- * The bound since patch `short-runs`. A signal that arrives during a run's last workflow
- * task makes Temporal refuse its continue-as-new, and the worker then evicts the run and
- * replays it whole before trying again: under a hot writer that cost ~3 s per attempt at
- * 2,000 events, and a unit ready meanwhile waited up to 7.5 s (merges 6.3 s) for the next
- * run. At 500 events a replay is ~0.6 s: 4.3 s and 2.4 s in the same test.
- */
-const SHORT_RUN_EVENTS_BOUND = 500;
+const RUN_EVENTS_BOUND = 500;
 /** Longest an awaitMerged update waits before answering "not yet" (README: hostile clients). */
 export const AWAIT_MERGED_BOUND_SECS = 20;
 
@@ -76,45 +75,31 @@ export const AWAIT_MERGED_BOUND_SECS = 20;
  * events; the core's decisions become activities, a timer and UI updates.
  */
 export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
-  // Runs recorded before the idle-cost rules (adaptive snapshot period, change-driven
-  // optimize/index/gc) replay with the fixed schedule they were recorded with.
-  const adaptive = hasPatch('idle-cost');
   let st: TableState;
+  let carried: Carried | null = null;
   if (args.carried) {
-    st = upgradeState(args.carried.state, defaultPolicy(), adaptive);
+    // What the run before handed on, maybe a run of the previous release: a state this
+    // release cannot read fails the run (a throw of anything else would fail its workflow
+    // task over and over).
+    const c = parseCarried(args.carried);
+    if (!c.ok) throw ApplicationFailure.nonRetryable(c.error, 'InvalidCarriedState');
+    carried = c.carried;
+    st = carried.state;
   } else {
     const policy = applyOverride(defaultPolicy(), args.policy ?? {});
     if (!policy.ok) throw ApplicationFailure.nonRetryable(`policy: ${policy.error}`, 'InvalidPolicy');
-    // Runs recorded before phase.ts had every table's first periodic run a full period out.
-    st = initialState({ table: args.table, key: args.key, shards: args.shards, policy: policy.policy, nowMs: Date.now(), adaptive, spreadPeriodic: hasPatch('spread-periodic') });
+    st = initialState({ table: args.table, key: args.key, shards: args.shards, policy: policy.policy, nowMs: Date.now() });
   }
-  // Grouped merge commits (src/policy/evaluate.ts), pipelined and direct merges (units.ts)
-  // change which activities a run schedules, so runs recorded before them replay without.
-  st = { ...st, groupMerges: hasPatch('group-merge-commits'), pipelineMerges: hasPatch('pipelined-merges'), directMerges: hasPatch('direct-merges') };
-  // The next snapshot pulled in only when the commit a demand caused cannot make it moot
-  // (src/policy/idle.ts, settlePullIn) changes which timers a run arms.
-  st = { ...st, deferPullIn: hasPatch('defer-snapshot-pull-in') };
-  // Periodic timers a little after the due time (src/policy/wake.ts) arm different timers.
-  st = { ...st, lazyPeriodic: hasPatch('lazy-periodic-timers') };
-  // Signals checked against the table, and awaitMerged answered within a bound (issue 11,
-  // "hostile clients"): the bound arms a timer, so runs recorded before it replay without.
-  const hostileChecks = hasPatch('hostile-clients');
-  // Runs recorded before the default event bound continued as new only when told to,
-  // and those recorded before short runs at 2,000 events.
-  const runEventsBound = args.continueAsNewAtEvents ?? (hasPatch('bounded-runs') ? (hasPatch('short-runs') ? SHORT_RUN_EVENTS_BOUND : RUN_EVENTS_BOUND) : undefined);
-  const stalled = new Set(args.carried?.stalled ?? []);
+  const runEventsBound = args.continueAsNewAtEvents ?? RUN_EVENTS_BOUND;
+  const stalled = new Set(carried?.stalled ?? []);
   const inbox: PolicyEvent[] = [{ type: 'timer' }];
   const alarm = new Alarm();
-  const publishToUi = createUiPublisher(hasPatch('quiet-direct-turns'), hasPatch('pressure-at-once'));
-  // Decisions once per activation, on all it delivered, in an order only its contents
-  // decide (workflows/activation.ts, src/policy/batch-order.ts). Runs recorded before
-  // split some activations into two decisions and replay as they ran.
-  const wholeActivations = hasPatch('whole-activations');
+  const publishToUi = createUiPublisher();
   const publishMetrics = createMetricsPublisher(st);
   // The drain ETA's window of rate samples and the record of the last turn grants: kept
   // by the shell (the core's decisions do not depend on them), carried across continue-as-new.
-  let rates: RateSample[] = args.carried?.rates ?? [];
-  let grants: Grant[] = args.carried?.grants ?? [];
+  let rates: RateSample[] = carried?.rates ?? [];
+  let grants: Grant[] = carried?.grants ?? [];
   const drain = () => estimateDrain(rates, rateSample(st, now()));
   // Metrics must never fail the workflow task (a failing task stalls the table).
   const publishMetricsSafely = (state: TableState, decisions: Decision[], eta: DrainEstimate) => {
@@ -135,8 +120,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   const reject = (why: string) => {
     log.warn(`signal dropped: ${why}`);
     rejectedUnpublished = true;
-    // Counting changes no command, but runs from before the checks keep their state as recorded.
-    if (hostileChecks) st = { ...st, counters: { ...st.counters, rejectedSignals: (st.counters.rejectedSignals ?? 0) + 1 } };
+    st = { ...st, counters: { ...st.counters, rejectedSignals: (st.counters.rejectedSignals ?? 0) + 1 } };
   };
   const pushSignal = (ev: PolicyEvent) => {
     if (inbox.length < (args.maxInbox ?? MAX_INBOX)) inbox.push(ev);
@@ -148,7 +132,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   // Each signal is checked for shape and against the table (src/message-check.ts); what
   // fails is dropped, logged and counted (status: counters.rejectedSignals).
   const onSignal = (name: SignalName) => (raw: unknown) => {
-    const r = checkSignal(st, name, raw, now(), { pending: inbox, againstTable: hostileChecks });
+    const r = checkSignal(st, name, raw, now(), { pending: inbox });
     for (const ev of r.events) pushSignal(ev);
     for (const why of r.rejected) reject(why);
   };
@@ -181,8 +165,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
       // workflow's few in-flight update slots while it waits, so it is answered ("not
       // yet": merged false) after a bound and the client asks again.
       const done = () => merged() >= req.seq || draining;
-      if (!hostileChecks) await condition(done);
-      else if (!done()) await condition(done, (args.awaitMergedBoundSecs ?? AWAIT_MERGED_BOUND_SECS) * 1000);
+      if (!done()) await condition(done, (args.awaitMergedBoundSecs ?? AWAIT_MERGED_BOUND_SECS) * 1000);
       return { shard: req.shard, seq: req.seq, mergedThroughSeq: merged(), version: st.version, merged: merged() >= req.seq };
     },
     {
@@ -224,7 +207,9 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
 
   for (;;) {
     await condition(() => inbox.length > 0 || alarm.fired || rejectedUnpublished);
-    if (wholeActivations) await activationSettled();
+    // Decisions once per activation, on all it delivered, in an order only its contents
+    // decide (workflows/activation.ts, src/policy/batch-order.ts).
+    await activationSettled();
     if (alarm.take()) inbox.push({ type: 'timer' });
     if (inbox.length === 0) {
       // Only dropped signals: publish their count; no step, so no command changes.
@@ -236,7 +221,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
 
     // Everything that arrived in this activation happened at one instant: decide once.
     const batch = inbox.splice(0);
-    const r = stepAll(st, wholeActivations ? canonicalOrder(batch) : batch, now());
+    const r = stepAll(st, canonicalOrder(batch), now());
     st = r.state;
     // While draining for continue-as-new, start nothing new: carryOver() hands
     // unstarted work to the next run.
@@ -250,12 +235,12 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
     publishMetricsSafely(st, draining ? [] : r.decisions, eta);
 
     const info = workflowInfo();
-    const wantContinue = info.continueAsNewSuggested || (runEventsBound !== undefined && info.historyLength >= runEventsBound);
+    const wantContinue = info.continueAsNewSuggested || info.historyLength >= runEventsBound;
     if (wantContinue) draining = true;
     if (draining && commitsInFlight === 0) {
       await condition(allHandlersFinished);
       if (inbox.length > 0) continue; // events that arrived while handlers finished
-      await continueAsNew<typeof tableWorkflow>({ ...args, carried: { state: carryOver(st), stalled: [...stalled], rates, grants } });
+      await continueAsNew<typeof tableWorkflow>({ ...args, carried: { formatVersion: CARRIED_FORMAT, state: carryOver(st), stalled: [...stalled], rates, grants } });
     }
   }
 }

@@ -19,18 +19,15 @@ import * as sa from './search-attributes';
 // holding the turn, that one publishes it.
 const NUMBERS_EVERY_MS = 1000;
 
-/**
- * One publisher per workflow run: it remembers what it last upserted and when.
- * `quietDirectTurns`, `pressureAtOnce` false: runs recorded before those rules replay with their upserts.
- */
-export function createUiPublisher(quietDirectTurns: boolean, pressureAtOnce: boolean): (st: TableState, stalled: boolean, nowMs: number, drain: DrainEstimate) => void {
+/** One publisher per workflow run: it remembers what it last upserted and when. */
+export function createUiPublisher(): (st: TableState, stalled: boolean, nowMs: number, drain: DrainEstimate) => void {
   let last: Published | null = null;
   let lastAtMs = 0;
   return (st, stalled, nowMs, drain) => {
     const next = published(st, stalled);
     const changed = JSON.stringify(next) !== JSON.stringify(last);
-    const urgent = last === null || categorical(next, pressureAtOnce) !== categorical(last, pressureAtOnce);
-    const brief = quietDirectTurns && last !== null && justGrantedDirect(st, nowMs);
+    const urgent = last === null || categorical(next) !== categorical(last);
+    const brief = last !== null && justGrantedDirect(st, nowMs);
     if (changed && !brief && (urgent || nowMs - lastAtMs >= NUMBERS_EVERY_MS)) {
       upsert(next);
       last = next;
@@ -53,8 +50,7 @@ function published(st: TableState, stalled: boolean) {
   };
 }
 
-const categorical = (p: Published, pressureAtOnce: boolean): string =>
-  JSON.stringify([p.table, p.turn, p.stalled, p.paused, p.backlog === 0, ...(pressureAtOnce ? [p.pressure] : [])]);
+const categorical = (p: Published): string => JSON.stringify([p.table, p.turn, p.stalled, p.paused, p.backlog === 0, p.pressure]);
 
 function upsert(values: Published): void {
   upsertSearchAttributes([

@@ -27,7 +27,7 @@ export function cloneState(s: TableState): TableState {
     shards: s.shards.map((sh) => ({ ...sh })),
     units: s.units.map(cloneUnit),
     turn: s.turn
-      ? { ...s.turn, ...(s.turn.riders ? { riders: [...s.turn.riders] } : {}), ...(s.turn.streakBefore ? { streakBefore: { ...s.turn.streakBefore } } : {}) }
+      ? { ...s.turn, ...(s.turn.riders ? { riders: [...s.turn.riders] } : {}), streakBefore: s.turn.streakBefore ? { ...s.turn.streakBefore } : null }
       : null,
     streak: s.streak ? { ...s.streak } : null,
     pausedKinds: [...s.pausedKinds],

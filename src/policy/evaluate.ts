@@ -18,7 +18,7 @@ export const MAX_GROUP = 16;
  */
 function ridersOf(state: TableState, pick: TurnPick, nowMs: number): Unit[] {
   const lead = pick.unit;
-  if (!state.groupMerges || lead.kind !== 'merge' || lead.solo) return [];
+  if (lead.kind !== 'merge' || lead.solo) return [];
   const riders: Unit[] = [];
   // Batches prepared under a memory budget (issue 8) ride only while the turn's batches
   // together stay within the bound they were cut to, so the one commit fits a worker.

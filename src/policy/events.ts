@@ -226,9 +226,6 @@ function onPolicyChanged(state: TableState, e: Ev<'policyChanged'>, nowMs: numbe
     if (secs === old.periodSecs[k]) continue;
     state.dueAtMs[k] = secs > 0 ? Math.min(state.dueAtMs[k], nowMs + secs * 1000) : state.dueAtMs[k] <= nowMs ? state.dueAtMs[k] : NEVER;
   }
-  if (!state.adaptive && state.policy.snapshotIntervalSecs !== old.snapshotIntervalSecs) {
-    state.dueAtMs.snapshot = Math.min(state.dueAtMs.snapshot, nextDueMs(nowMs, state.policy.snapshotIntervalSecs));
-  }
 }
 
 /** Whether a snapshot moved any watermark or brought a shard we did not know. */
@@ -254,7 +251,7 @@ function onSnapshot(state: TableState, e: Ev<'snapshot'>, nowMs: number): void {
 function onScan(state: TableState, scan: StoreScan, nowMs: number, sinceMs: number): void {
   const before = state.shards.map((s) => ({ ...s }));
   foldSnapshot(state, scan.shards);
-  if (!state.adaptive || state.snapshotInFlight) return;
+  if (state.snapshotInFlight) return;
   const foundNew = !sameWatermarks(before, state.shards);
   // Something after the preparation began, which the scan may not have seen: it can
   // bring the next snapshot closer (it found something), never push it out.

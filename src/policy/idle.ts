@@ -11,7 +11,6 @@ import type { Policy, TableState } from './types';
 // - optimize, index and gc become due only when something they act on changed since
 //   their last completed run (the table version, resp. a shard's mergedThroughSeq), or
 //   when bumped. Their period still spaces runs out; it no longer makes them run.
-// None of this applies to replays of runs recorded before it existed (`adaptive` false).
 
 /** The longest snapshot period: never below snapshotIntervalSecs. */
 export const maxSnapshotSecs = (p: Policy): number => Math.max(p.snapshotIntervalSecs, p.snapshotMaxIntervalSecs);
@@ -29,7 +28,7 @@ export function hasChanged(state: TableState, kind: PeriodicKind): boolean {
   const done = state.periodic[kind].done;
   // Nothing to build whatever changed; a bump (done null) still looks again.
   if (kind === 'index' && state.noIndices === true) return done === null;
-  if (!state.adaptive || state.policy.periodicWhenIdle) return true;
+  if (state.policy.periodicWhenIdle) return true;
   return done === null || done !== changeMark(state, kind);
 }
 
@@ -39,7 +38,6 @@ export function hasChanged(state: TableState, kind: PeriodicKind): boolean {
  * period is halved for it, and its end (quiet: doubled) leaves snapshotIntervalSecs.
  */
 export function snapshotSoon(state: TableState, nowMs: number): void {
-  if (!state.adaptive) return;
   state.activityAtMs = nowMs;
   const base = state.policy.snapshotIntervalSecs;
   if (state.snapshotInFlight) {
@@ -47,8 +45,7 @@ export function snapshotSoon(state: TableState, nowMs: number): void {
   } else {
     state.snapshotEverySecs = base;
     const at = nowMs + base * 1000;
-    if (state.deferPullIn) state.pullInAtMs = Math.min(state.pullInAtMs ?? at, at);
-    else state.dueAtMs.snapshot = Math.min(state.dueAtMs.snapshot, at);
+    state.pullInAtMs = Math.min(state.pullInAtMs ?? at, at);
   }
 }
 
@@ -88,16 +85,11 @@ export function settlePullIn(state: TableState, nowMs: number): void {
 }
 
 /**
- * A snapshot ended (failed: foundNew null). Legacy: the fixed period. Otherwise a quiet
- * snapshot doubles the period (up to the max), one that found something resets it, and
- * a failed one keeps it.
+ * A snapshot ended (failed: foundNew null). A quiet snapshot doubles the period (up to
+ * the max), one that found something resets it, and a failed one keeps it.
  */
 export function scheduleNextSnapshot(state: TableState, nowMs: number, foundNew: boolean | null): void {
   const p = state.policy;
-  if (!state.adaptive) {
-    state.dueAtMs.snapshot = nowMs + p.snapshotIntervalSecs * 1000;
-    return;
-  }
   // A scan (not a failed one) after the activity a pending pull-in was for: it is moot.
   if (foundNew !== null) {
     delete state.pullInAtMs;

@@ -2,7 +2,8 @@
 // no clock, no Temporal. The table workflow feeds it events and carries out its decisions.
 
 export * from './types';
-export { initialState, carryOver, upgradeState, type CarriedState } from './initial';
+export { initialState, carryOver } from './initial';
+export { parseCarried, carriedSchema, CARRIED_FORMAT, type Carried, type CarriedResult } from './carried';
 export { maxSnapshotSecs, changeMark, hasChanged } from './idle';
 export { step, stepAll } from './step';
 export { writePressure, backlogOf } from './pressure';

@@ -1,26 +1,20 @@
 import { clonePolicy, cloneState } from './clone';
 import { applyPullIn, maxSnapshotSecs } from './idle';
 import { firstDueMs, firstPhase } from './phase';
-import { byName, nextDueMs } from './time';
-import type { PeriodicMark, Policy, Streak, TableState } from './types';
+import { byName } from './time';
+import type { PeriodicMark, Policy, TableState } from './types';
 import { KINDS, type Kind, type PerKind, type PeriodicKind } from './types';
 
 const perKind = <T>(v: T): PerKind<T> => Object.fromEntries(KINDS.map((k: Kind) => [k, v])) as PerKind<T>;
 
-const marks = (done: number | null): TableState['periodic'] => {
+export const marks = (done: number | null): TableState['periodic'] => {
   const m = (): PeriodicMark => ({ planned: null, done });
   return { optimize: m(), index: m(), gc: m() };
 };
 
-/**
- * `adaptive` false only for replays of runs recorded before the idle-cost rules (see
- * idle.ts), `spreadPeriodic` false only for replays of runs recorded before phase.ts.
- */
-export function initialState(args: { table: string; key: string; shards: string[]; policy: Policy; nowMs: number; adaptive?: boolean; groupMerges?: boolean; pipelineMerges?: boolean; directMerges?: boolean; deferPullIn?: boolean; spreadPeriodic?: boolean; lazyPeriodic?: boolean }): TableState {
+export function initialState(args: { table: string; key: string; shards: string[]; policy: Policy; nowMs: number }): TableState {
   const { policy, nowMs } = args;
-  const spread = args.spreadPeriodic ?? true;
-  const firstDue = (kind: PeriodicKind): number =>
-    spread ? firstDueMs(nowMs, policy.periodSecs[kind], firstPhase(args.table, kind)) : nextDueMs(nowMs, policy.periodSecs[kind]);
+  const firstDue = (kind: PeriodicKind): number => firstDueMs(nowMs, policy.periodSecs[kind], firstPhase(args.table, kind));
   const names = [...new Set(args.shards)].sort(byName);
   return {
     table: args.table,
@@ -44,38 +38,12 @@ export function initialState(args: { table: string; key: string; shards: string[
     },
     snapshotInFlight: false,
     writePressure: 0,
-    groupMerges: args.groupMerges ?? true,
-    pipelineMerges: args.pipelineMerges ?? true,
-    directMerges: args.directMerges ?? true,
-    deferPullIn: args.deferPullIn ?? true,
-    lazyPeriodic: args.lazyPeriodic ?? true,
-    adaptive: args.adaptive ?? true,
     // Nothing has happened on a new table yet, so there is no burst of seals whose last
     // signal might be lost: it starts at the long period. Its first snapshot (now) or
     // first demand brings it to the short one if there is anything.
     snapshotEverySecs: maxSnapshotSecs(policy),
     // Version 0 and nothing merged: a new table gives optimize, index and gc nothing to do.
     periodic: marks(0),
-  };
-}
-
-/** A state as an older run carried it, before some fields existed. */
-export type CarriedState = Omit<TableState, 'adaptive' | 'snapshotEverySecs' | 'periodic' | 'policy'> &
-  Partial<Pick<TableState, 'adaptive' | 'snapshotEverySecs' | 'periodic'>> & { policy: Omit<Policy, 'snapshotMaxIntervalSecs' | 'periodicWhenIdle'> & Partial<Policy> };
-
-/**
- * Fills what a state carried across continue-as-new by an older run lacks: new policy
- * keys get their defaults, the snapshot period starts short (that run may have just seen
- * activity), and every periodic kind runs once more when its period is up (what changed
- * since its last run is unknown).
- */
-export function upgradeState(carried: CarriedState, defaults: Policy, adaptive: boolean): TableState {
-  return {
-    ...carried,
-    policy: { ...defaults, ...carried.policy },
-    adaptive,
-    snapshotEverySecs: carried.snapshotEverySecs ?? carried.policy.snapshotIntervalSecs,
-    periodic: carried.periodic ?? marks(null),
   };
 }
 
@@ -94,15 +62,10 @@ export function carryOver(state: TableState): TableState {
   // left in the streak, a kind limited to one turn in a row (optimize, index, gc) lost
   // its next turn in the new run to a turn it never had (a bumped optimize waited behind
   // a merge that way).
-  if (next.turn) next.streak = next.turn.streakBefore !== undefined ? next.turn.streakBefore : undoneStreak(next.streak);
+  if (next.turn) next.streak = next.turn.streakBefore;
   next.turn = null;
   next.snapshotInFlight = false;
   // The commit a deferred pull-in waited for never ran in this run.
   applyPullIn(next);
   return next;
-}
-
-/** A state carried from before streakBefore: one turn off the streak (the kind before it is unknown). */
-function undoneStreak(s: Streak | null): Streak | null {
-  return s === null || s.count <= 1 ? null : { kind: s.kind, count: s.count - 1 };
 }

@@ -133,7 +133,7 @@ export function statusView(state: TableState, nowMs: number): StatusView {
     queue: [...queuedReasons(state, nowMs), ...blockedCreations(state, nowMs)],
     counters: { ...c, turns: { ...c.turns }, maxTurnWaitSecs: { ...c.maxTurnWaitSecs }, rejectedSignals: c.rejectedSignals ?? 0 },
     snapshot: {
-      everySecs: state.adaptive ? state.snapshotEverySecs : state.policy.snapshotIntervalSecs,
+      everySecs: state.snapshotEverySecs,
       running: state.snapshotInFlight,
       nextInSecs: state.snapshotInFlight ? null : Math.max(0, state.dueAtMs.snapshot - nowMs) / 1000,
     },

@@ -182,10 +182,9 @@ export interface TurnHolder {
   riders?: string[];
   /**
    * The streak before this grant, so a grant whose commit never started (made while the
-   * run drained for continue-as-new) can be taken back by carryOver. Absent in states
-   * carried from runs before it.
+   * run drained for continue-as-new) can be taken back by carryOver.
    */
-  streakBefore?: Streak | null;
+  streakBefore: Streak | null;
 }
 
 /** The kind of the last granted turns and how many in a row. */
@@ -225,43 +224,10 @@ export interface TableState {
   snapshotInFlight: boolean;
   /** Write pressure last published, in [0, 1]. */
   writePressure: number;
-  /**
-   * Whether ready merges ride along in a merge's turn. The workflow turns it off for runs
-   * recorded before it existed (replay); absent in their carried states.
-   */
-  groupMerges?: boolean;
-  /**
-   * Whether a shard's next range may prepare while the range before it waits for or
-   * holds the turn (src/policy/units.ts). Off while replaying runs recorded before it.
-   */
-  pipelineMerges?: boolean;
-  /**
-   * Whether a small single-generation merge may skip its preparation (policy
-   * directMergeMaxBytes; units.ts). Off while replaying runs recorded before it.
-   */
-  directMerges?: boolean;
-  /**
-   * Whether activity leaves the next snapshot alone while a merge commit granted in
-   * the same instant runs (its scan reschedules it; idle.ts, settlePullIn). Off while
-   * replaying runs recorded before it.
-   */
-  deferPullIn?: boolean;
-  /**
-   * Whether a periodic kind's timer comes a little after its due time (wake.ts,
-   * periodicSlackMs), so that on a table with writes it starts with the next event's
-   * workflow task instead of one of its own. Off while replaying runs recorded before it.
-   */
-  lazyPeriodic?: boolean;
-  /** With deferPullIn: when activity asked the next snapshot to come by, not applied yet. */
+  /** When activity asked the next snapshot to come by, not applied yet (idle.ts, settlePullIn). */
   pullInAtMs?: number;
   /** The grant time (turn.sinceMs) of the merge commit that pullInAtMs waits for, once it waits. */
   pullInGrantMs?: number;
-  /**
-   * false only while replaying runs recorded before the idle-cost rules existed (the
-   * workflow's patch `idle-cost`): fixed snapshot period, periodic kinds due every period,
-   * so those histories see the decisions they recorded.
-   */
-  adaptive: boolean;
   /**
    * The current snapshot period (secs): snapshotIntervalSecs after activity, doubling
    * after every quiet snapshot up to the max (see idle.ts); half the base while a scan

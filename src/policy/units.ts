@@ -54,7 +54,7 @@ export function wantedUnits(state: TableState, nowMs: number): Wanted[] {
     // followers then cover all that arrived meanwhile instead of one generation each.
     const head = units[0]!;
     const from = (head.toSeq ?? s.mergedThroughSeq) + 1;
-    if (state.pipelineMerges && units.length === 1 && head.state !== 'preparing' && s.sealedThroughSeq >= from) {
+    if (units.length === 1 && head.state !== 'preparing' && s.sealedThroughSeq >= from) {
       followers.push({ id: followerUnitId(s.shard, from), kind: 'merge', shard: s.shard, fromSeq: from, toSeq: s.sealedThroughSeq, dueSinceMs: null });
     }
   }
@@ -93,7 +93,7 @@ export const preparingCount = (state: TableState): number => state.units.filter(
  * before, outside the turn.
  */
 function directBytes(state: TableState, w: Wanted): number | null {
-  if (!state.directMerges || w.kind !== 'merge' || w.fromSeq !== w.toSeq) return null;
+  if (w.kind !== 'merge' || w.fromSeq !== w.toSeq) return null;
   // Heads only: a follower ready at once would wait for its head's turn as if it were
   // commit-ready, unlike one whose preparation overlaps that wait.
   if (mergeUnitsOf(state, w.shard).length > 0) return null;

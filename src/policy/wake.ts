@@ -17,7 +17,6 @@ export const PERIODIC_SLACK_MAX_MS = 60_000;
  * is acted on in its own workflow task, so it never waits.
  */
 export function periodicSlackMs(state: TableState, kind: PeriodicKind): number {
-  if (!state.lazyPeriodic) return 0;
   return Math.min(PERIODIC_SLACK_MAX_MS, (state.policy.periodSecs[kind] * 1000) / 4);
 }
 

@@ -45,7 +45,7 @@ class Simulation {
   constructor(private readonly cfg: SimConfig) {
     this.rng = mulberry32(cfg.seed);
     this.now = cfg.startMs ?? 0;
-    this.state = initialState({ table: cfg.table ?? 'sim', key: 'id', shards: cfg.shards, policy: cfg.policy, nowMs: this.now, adaptive: cfg.adaptive, deferPullIn: cfg.deferPullIn });
+    this.state = initialState({ table: cfg.table ?? 'sim', key: 'id', shards: cfg.shards, policy: cfg.policy, nowMs: this.now });
     for (const s of cfg.shards) {
       this.sealed[s] = 0;
       this.sealRevision[s] = 0;

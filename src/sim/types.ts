@@ -50,10 +50,6 @@ export interface SimConfig {
   table?: string;
   shards: string[];
   policy: Policy;
-  /** false: the core as replays of runs before the idle-cost rules see it (default true). */
-  adaptive?: boolean;
-  /** false: the core pulls the next snapshot in at once, as before settlePullIn (src/policy/idle.ts). Default true. */
-  deferPullIn?: boolean;
   seed: number;
   /** Simulated start time (ms). */
   startMs?: number;

@@ -44,9 +44,3 @@ it('a held shard makes resume meaningful even when nothing is paused', () => {
   expect(st.shards[0]!.heldReason).toBe('corrupt');
   expect(checkSignal(st, 'resume', { kind: 'merge' }, 2000).events).toEqual([{ type: 'resume', kind: 'merge' }]);
 });
-
-it('runs from before the table checks (againstTable false) keep the shape check only', () => {
-  const st = table();
-  expect(checkSignal(st, 'demand', { shard: 's9', sealedThroughSeq: 1, revision: 1 }, 2000, { againstTable: false }).events).toHaveLength(1);
-  expect(checkSignal(st, 'demand', { shard: 's9', sealedThroughSeq: -1, revision: 1 }, 2000, { againstTable: false }).rejected).toHaveLength(1);
-});

@@ -51,11 +51,6 @@ describe('direct merges', () => {
     }
   });
 
-  it('off in runs recorded before it (directMerges false)', () => {
-    const d = new Driver({ ...quietTable(), directMerges: false });
-    expect(prepares(d.send(demand('s0', 1, 100))).map((p) => p.unit.id)).toEqual(['merge/s0']);
-  });
-
   it('the size is of the newest generation only: a later seal without one, or a snapshot that raised the watermark, forgets it', () => {
     const d = new Driver(quietTable());
     d.send(demand('s0', 1, 100));

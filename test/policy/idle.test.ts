@@ -1,17 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { carryOver, initialState, upgradeState, type CarriedState } from '../../src/policy';
-import type { Decision, Policy, PolicyEvent, TableState } from '../../src/policy/types';
+import { initialState } from '../../src/policy';
+import type { Decision, Policy, PolicyEvent } from '../../src/policy/types';
 import { committed, demand, Driver, prepared, prepares, simPolicy, wakeAts } from './helpers';
 
 // The idle-cost rules of src/policy/idle.ts, example by example. The properties over
-// simulated runs (lost-signal bound, idle cost, the "before" switch) are in
-// idle-properties.test.ts.
+// simulated runs (lost-signal bound, idle cost) are in idle-properties.test.ts.
 
 const MIN = 60_000;
-// adaptive false stands for a replay of a run from before the idle-cost rules, which also
-// predates the spread first periods (phase.ts).
-const fresh = (overrides: Partial<Policy> = {}, adaptive = true): Driver =>
-  new Driver(initialState({ table: 't', key: 'id', shards: ['s0', 's1'], policy: simPolicy(overrides), nowMs: 0, adaptive, spreadPeriodic: adaptive }));
+const fresh = (overrides: Partial<Policy> = {}): Driver => new Driver(initialState({ table: 't', key: 'id', shards: ['s0', 's1'], policy: simPolicy(overrides), nowMs: 0 }));
 
 const snapshots = (ds: Decision[]) => ds.filter((d) => d.type === 'snapshot').length;
 const commitsOf = (ds: Decision[]) => ds.flatMap((d) => (d.type === 'commit' ? [d.unit.id] : []));
@@ -53,8 +49,8 @@ describe('adaptive snapshot period', () => {
 
   it('a demand whose merge commits in the same instant leaves the next snapshot to that commit: its scan reschedules it, anything else pulls it in', () => {
     // One shard; demands reporting a small size merge directly, granted in the demand's step.
-    const quiet = (defer: boolean): Driver => {
-      const d = new Driver(initialState({ table: 't', key: 'id', shards: ['s0'], policy: simPolicy(), nowMs: 0, deferPullIn: defer }));
+    const quiet = (): Driver => {
+      const d = new Driver(initialState({ table: 't', key: 'id', shards: ['s0'], policy: simPolicy(), nowMs: 0 }));
       d.send({ type: 'timer' });
       d.send({ type: 'snapshot', revision: 0, shards: [] });
       expect(d.state.dueAtMs.snapshot).toBe(15 * MIN);
@@ -63,7 +59,7 @@ describe('adaptive snapshot period', () => {
     const small = (seq: number): PolicyEvent => ({ type: 'demand', shard: 's0', sealedThroughSeq: seq, revision: seq, bytes: 1000 });
     const scan = { revision: 1, shards: [{ shard: 's0', sealedThroughSeq: 1, revision: 1 }] };
 
-    const d = quiet(true);
+    const d = quiet();
     const ds = d.at(5 * MIN).send(small(1));
     expect(ds.some((x) => x.type === 'commit')).toBe(true);
     expect(d.state.dueAtMs.snapshot).toBe(15 * MIN);
@@ -76,13 +72,13 @@ describe('adaptive snapshot period', () => {
     expect(d.state.pullInAtMs).toBeUndefined();
 
     // The commit fails (no scan): the snapshot comes snapshotIntervalSecs after the demand.
-    const f = quiet(true);
+    const f = quiet();
     f.at(5 * MIN).send(small(1));
     f.at(5 * MIN + 200).send({ type: 'commitFailed', unitId: 'merge/s0', error: 'x', retryable: true, stalled: false });
     expect(f.state.dueAtMs.snapshot).toBe(6 * MIN);
 
     // Newer activity while the commit runs: the commit began before it, so it is pulled in.
-    const n = quiet(true);
+    const n = quiet();
     n.at(5 * MIN).send(small(1));
     n.at(5 * MIN + 100).send({ type: 'pause', kind: 'gc' });
     expect(n.state.dueAtMs.snapshot).toBe(6 * MIN);
@@ -98,11 +94,6 @@ describe('adaptive snapshot period', () => {
     const next = c.at(5 * MIN + 200).send(committed('merge/s0', 2));
     expect(commitsOf(next)).toEqual(['merge/s1']);
     expect(c.state.dueAtMs.snapshot).toBe(6 * MIN);
-
-    // Runs recorded before it: pulled in at once.
-    const old = quiet(false);
-    old.at(5 * MIN).send(small(1));
-    expect(old.state.dueAtMs.snapshot).toBe(6 * MIN);
   });
 
   it('a snapshot that finds something new resets the period; a failed one keeps it', () => {
@@ -390,30 +381,5 @@ describe('optimize, index and gc only after a change', () => {
     d.send({ type: 'timer' });
     d.send({ type: 'snapshot', revision: 0, shards: [] });
     expect(prepares(d.at(5 * MIN).send({ type: 'timer' })).map((p) => p.unit.id)).toEqual(['optimize']);
-  });
-});
-
-describe('old runs', () => {
-  it('adaptive false (replays of runs before the rules) keeps the fixed schedule', () => {
-    const d = fresh({}, false);
-    d.send({ type: 'timer' });
-    expect(idleUntil(d, 5 * MIN)).toEqual([1, 2, 3, 4, 5].map((m) => m * MIN));
-    expect(prepares(d.decisions).map((p) => p.unit.id)).toEqual(['optimize']);
-  });
-
-  it('a state carried by an older run loads: new policy keys get defaults, periodic kinds run once more', () => {
-    const s = carryOver(initialState({ table: 't', key: 'id', shards: ['s0'], policy: simPolicy(), nowMs: 0, spreadPeriodic: false }));
-    const { adaptive: _a, snapshotEverySecs: _s, periodic: _p, ...old } = s;
-    const { snapshotMaxIntervalSecs: _m, periodicWhenIdle: _w, ...oldPolicy } = s.policy;
-    const carried: CarriedState = JSON.parse(JSON.stringify({ ...old, policy: oldPolicy })) as CarriedState;
-    const up: TableState = upgradeState(carried, simPolicy({ snapshotMaxIntervalSecs: 1200 }), true);
-    expect(up.policy.snapshotMaxIntervalSecs).toBe(1200);
-    expect(up.policy.periodicWhenIdle).toBe(false);
-    expect(up.snapshotEverySecs).toBe(60);
-    expect(up.periodic.gc).toEqual({ planned: null, done: null });
-    const d = new Driver(up);
-    expect(prepares(d.at(5 * MIN).send({ type: 'timer' })).map((p) => p.unit.id)).toEqual(['optimize']);
-    // A state carried by this version is kept as it is.
-    expect(upgradeState(s, simPolicy({ snapshotMaxIntervalSecs: 1200 }), true)).toEqual(s);
   });
 });

@@ -37,9 +37,4 @@ describe('first periodic due time of a new table', () => {
       }
     }
   });
-
-  it('runs replayed from before the spread keep a full first period', () => {
-    const s = initialState({ table: 't', key: 'id', shards: ['s0'], policy: simPolicy(), nowMs: 5, spreadPeriodic: false });
-    expect(s.dueAtMs).toMatchObject({ optimize: 5 + 300_000, index: 5 + 600_000, gc: 5 + 900_000 });
-  });
 });

@@ -84,17 +84,17 @@ describe('units and preparation', () => {
     expect(f.unit('merge/s0')).toMatchObject({ toSeq: 3 });
   });
 
-  it('a commit advances mergedThroughSeq and the rest of the backlog gets a fresh unit (without pipelining)', () => {
+  it('a commit advances mergedThroughSeq; what was sealed after its range prepares meanwhile', () => {
     const d = twoMergesReady();
-    d.state = { ...d.state, pipelineMerges: false };
     expect(d.state.turn?.unitId).toBe('merge/s0');
-    d.send(demand('s0', 7, 3));
+    const sealed = d.send(demand('s0', 7, 3));
+    expect(prepares(sealed).map((p) => [p.unit.id, p.unit.fromSeq, p.unit.toSeq])).toEqual([['merge/s0@4', 4, 7]]);
     const ds = d.at(5000).send(committed('merge/s0', 11, 300));
     const s0 = d.state.shards.find((s) => s.shard === 's0')!;
     expect(s0.mergedThroughSeq).toBe(3);
     expect(d.state.version).toBe(11);
     expect(d.state.counters).toMatchObject({ merges: 1, rowsMerged: 300, turns: { merge: 1 } });
-    expect(prepares(ds).map((p) => [p.unit.id, p.unit.fromSeq, p.unit.toSeq])).toEqual([['merge/s0', 4, 7]]);
+    expect(prepares(ds)).toEqual([]);
     expect(commits(ds).map((c) => c.unit.id)).toEqual(['merge/s1']);
     expect(d.state.counters.maxTurnWaitSecs.merge).toBe(3);
   });
@@ -223,13 +223,6 @@ describe('snapshot, policy, wake-ups', () => {
     // In the new run optimize still goes first; it is not "limited after 1 turn in a row".
     const first = commits(step(c, { type: 'timer' }, 6000).decisions);
     expect(first.map((x) => [x.unit.id, x.why])).toEqual([['optimize', 'class 1, bumped: r']]);
-
-    // A state carried from before streakBefore: the grant's one turn comes off the streak.
-    const legacy: TableState = { ...d.state, turn: { ...d.state.turn!, streakBefore: undefined } };
-    delete legacy.turn!.streakBefore;
-    expect(carryOver(legacy).streak).toBeNull();
-    const long: TableState = { ...legacy, streak: { kind: 'merge', count: 3 } };
-    expect(carryOver(long).streak).toEqual({ kind: 'merge', count: 2 });
   });
 });
 
@@ -241,7 +234,7 @@ function deepFreeze<T>(o: T): T {
   return o;
 }
 
-describe('periodic timers come after the due time (lazyPeriodic)', () => {
+describe('periodic timers come after the due time', () => {
   it('a write after the due time starts the kind in its own step; a quiet table waits a quarter period, at most a minute', () => {
     for (const [secs, slack] of [
       [60, 15_000],
@@ -255,11 +248,5 @@ describe('periodic timers come after the due time (lazyPeriodic)', () => {
       const ds = d.at(due + 1).send(demand('s0', 1));
       expect(prepares(ds).map((p) => p.unit.id).sort()).toEqual(['merge/s0', 'optimize']);
     }
-  });
-
-  it('replays of runs from before it keep the timer at the due time', () => {
-    const s = quietTable({ periodSecs: { optimize: 300, index: 0, gc: 0 }, periodicWhenIdle: true });
-    const d = new Driver({ ...s, lazyPeriodic: false });
-    expect(wakeAts(d.send({ type: 'timer' })).at(-1)?.atMs).toBe(d.state.dueAtMs.optimize);
   });
 });

@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { effectiveClass, statusView, step } from '../../src/policy';
+import type { PolicyEvent } from '../../src/policy/types';
 import { commits, committed, demand, Driver, prepared, prepares, quietTable, twoMergesReady, wakeAts } from './helpers';
+
+/** Prepared under a batch bound only it fits (maxBatchBytes): no other merge rides in its turn. */
+function preparedAlone(d: Driver, unitId: string): PolicyEvent {
+  const u = d.unit(unitId);
+  if (u?.kind !== 'merge') return prepared(unitId);
+  const batch = { shard: u.shard, fromSeq: u.fromSeq, toSeq: u.toSeq, preparedPath: null, rows: 1, bytes: 1, attempt: 1, resumedFromFile: 0, resumedVia: null, maxBatchBytes: 1 };
+  return { type: 'prepared', kind: 'merge', unitId, needsCommit: true, prepared: batch, attempts: 1 };
+}
 
 describe('the turn', () => {
   it('has at most one holder; the next one is granted when it is released', () => {
@@ -58,21 +67,21 @@ describe('the turn', () => {
   });
 
   it('maxConsecutiveTurns hands the turn to another ready kind, even against class 1 merges', () => {
-    // One merge per turn (as runs recorded before grouping): the streak rule in isolation.
-    const d = new Driver({ ...quietTable({ softBacklog: 0, hardBacklog: 100, maxConsecutiveTurns: { merge: 2, optimize: 1, index: 1, gc: 1 } }), groupMerges: false });
+    // One merge per turn: the streak rule in isolation.
+    const d = new Driver(quietTable({ softBacklog: 0, hardBacklog: 100, maxConsecutiveTurns: { merge: 2, optimize: 1, index: 1, gc: 1 } }));
     d.send({ type: 'bump', bump: { target: { kind: 'optimize' }, class: 3, reason: 'now', expiresAtMs: 1 } });
     d.send(demand('s0', 1));
     d.send(demand('s1', 1));
     d.at(1).send(prepared('optimize'));
-    d.at(1).send(prepared('merge/s0'));
-    d.at(1).send(prepared('merge/s1'));
+    d.at(1).send(preparedAlone(d, 'merge/s0'));
+    d.at(1).send(preparedAlone(d, 'merge/s1'));
     expect(d.state.turn?.unitId).toBe('optimize');
     let t = 2;
     const granted: string[] = [];
     const finish = (): void => {
       const id = d.state.turn!.unitId;
       const ds = d.at(t++).send(committed(id));
-      for (const p of prepares(ds)) d.at(t++).send(prepared(p.unit.id));
+      for (const p of prepares(ds)) d.at(t++).send(preparedAlone(d, p.unit.id));
       granted.push(...commits(d.decisions.splice(0)).map((c) => c.unit.id));
     };
     d.decisions.length = 0;

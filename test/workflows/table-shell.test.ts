@@ -1,5 +1,7 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
-import { WorkflowUpdateStage, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowUpdateStage, type WorkflowHandle } from '@temporalio/client';
 import { optionalTsToMs } from '@temporalio/common/lib/time';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
@@ -8,6 +10,7 @@ import type { createActivities } from '../../activities';
 import type { SnapshotResult } from '../../activities/contract';
 import { TableClient } from '../../src/client/table-client';
 import type { PolicyOverride } from '../../src/config/policy-schema';
+import { CARRIED_FORMAT, type Carried } from '../../src/policy';
 import { workflowBundle } from '../../src/worker/create-worker';
 import { installQuietRuntime } from '../../src/worker/runtime';
 import * as msg from '../../workflows/messages';
@@ -341,5 +344,44 @@ test('a commit no worker takes within commitAdmissionWaitSecs gives the turn bac
     await handle.terminate('test over').catch(() => undefined);
     for (const w of [act.w, wf]) if (w.getState() === 'RUNNING') w.shutdown();
     await Promise.all([act.run, wfRun]).catch(() => undefined);
+  }
+});
+
+test('a run handed a carried state of release 0.1.0 carries on from it: the same watermarks, its prepared merges committed', async () => {
+  const fixture = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'fixtures', 'carried-0.1.0.json'), 'utf8')) as { inputs: { from: string; carried: Carried }[] };
+  const { carried } = fixture.inputs.find((i) => i.from.startsWith('bump-4'))!;
+  const shell = await startShell('carried-0-1-0', mockActivities(), QUIET, { carried });
+  try {
+    const { tables, table } = shell;
+    const sealed = carried.state.shards.map((s) => [s.shard, s.sealedThroughSeq]);
+    // The mocks merge whatever is sealed: every shard merged through what 0.1.0 knew was sealed.
+    const s = await eventually(async () => {
+      const st = await tables.state(table);
+      return st.shards.every((x) => x.mergedThroughSeq === x.sealedThroughSeq) ? st : null;
+    }, 'the carried backlog merged');
+    expect(s.shards.map((x) => [x.shard, x.sealedThroughSeq])).toEqual(sealed);
+    expect(s.counters.merges).toBeGreaterThan(carried.state.counters.merges);
+    expect(s.counters.turns.optimize).toBe(carried.state.counters.turns.optimize);
+  } finally {
+    await shell.close();
+  }
+});
+
+test('a carried state this release cannot read fails the run for good (no workflow task failing over and over)', async () => {
+  const bad = { formatVersion: CARRIED_FORMAT, state: { table: 'x', shards: 'none' } } as unknown as Carried;
+  const shell = await startShell('carried-bad', mockActivities(), QUIET, { carried: bad });
+  try {
+    const err = await shell.handle.result().then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(WorkflowFailedError);
+    const cause = (err as WorkflowFailedError).cause;
+    expect(cause).toBeInstanceOf(ApplicationFailure);
+    expect(cause).toMatchObject({ type: 'InvalidCarriedState', nonRetryable: true });
+    expect((cause as ApplicationFailure).message).toMatch(/^carried state: /);
+    expect(await historyEvents(shell.handle, 'WORKFLOW_TASK_FAILED')).toEqual([]);
+  } finally {
+    await shell.close();
   }
 });
