@@ -11,8 +11,9 @@ import { withWorkerMalloc } from '../src/worker/allocator-env';
 // What every benchmark needs: a Temporal server (its own, or TEMPORAL_ADDRESS), worker
 // processes whose peak memory can be read, and percentiles.
 
+/** The Temporal server binary: TEMPORAL_SERVER_PATH, else found or built by scripts/ensure-temporal.mjs. */
 export async function temporalBinary(): Promise<string> {
-  if (process.env.TEMPORAL_CLI_PATH) return process.env.TEMPORAL_CLI_PATH;
+  if (process.env.TEMPORAL_SERVER_PATH) return process.env.TEMPORAL_SERVER_PATH;
   const mod = (await import(path.join(PROJECT_ROOT, 'scripts', 'ensure-temporal.mjs'))) as { ensureTemporal(): { binary?: string } };
   return mod.ensureTemporal().binary!;
 }

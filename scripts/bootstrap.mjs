@@ -1,6 +1,7 @@
 // Entry of `npm start` and `npm test` on a fresh clone: installs the npm dependencies
 // when missing (cache outside the clone), compiles the CLI into dist/ when a source
-// changed, finds or builds the Temporal dev server, then hands over. Plain Node.
+// changed, finds or builds the Temporal server and UI server of the embedded dev server,
+// then hands over. Plain Node.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -53,12 +54,12 @@ try {
   console.error(`turnstile: ${e.message}`);
   process.exit(1);
 }
-const env = server.address ? { TEMPORAL_ADDRESS: server.address } : { TEMPORAL_CLI_PATH: server.binary };
+const env = server.address ? { TEMPORAL_ADDRESS: server.address } : { TEMPORAL_SERVER_PATH: server.binary, ...(server.ui ? { TEMPORAL_UI_SERVER_PATH: server.ui } : {}) };
 const bin = (name) => path.join(root, 'node_modules', '.bin', name);
 if (mode === 'test') {
-  // Every other program the suite starts (SeaweedFS, the cluster's Temporal server, UI
-  // server and compose check), built now on a fresh machine (~20 minutes cold, nothing
-  // once cached). Built inside the run, the builds block the test process that waits
+  // Every other program the suite starts (SeaweedFS, the compose check; the cluster runs
+  // the dev server's Temporal server and UI server, and the schema tool built with the
+  // server), built now on a fresh machine (~20 minutes cold, nothing once cached). Built inside the run, the builds block the test process that waits
   // for a server with a deadline (a cold CI run failed so: the dev server "did not
   // answer within 180000 ms" while SeaweedFS built for 565 s in the same process).
   // Without Go the tests that need them say what is missing.

@@ -1,19 +1,24 @@
-// Finds or builds the Go programs of the local cluster (`turnstile cluster up`) and of the
-// compose check: the Temporal server and its schema tool, the Temporal UI server, and our
-// tiny compose-go validator (tools/compose-check). Same cache, module cache and build lock
-// as the dev server's CLI (scripts/ensure-temporal.mjs): one build at a time, binaries
+// Finds or builds the Go programs of the embedded dev server, of the local cluster
+// (`turnstile cluster up`) and of the compose check: the Temporal server and its schema
+// tool (the dev server runs the same server binary on SQLite), the Temporal UI server, and
+// our tiny compose-go validator (tools/compose-check). Same cache, module cache and build
+// lock as every build script (scripts/ensure-temporal.mjs): one build at a time, binaries
 // under ~/.cache/turnstile/<name>-<version>/, renamed into place only when complete.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cacheRoot, cliDir, withBuildLock } from './ensure-temporal.mjs';
+import { buildLockDir, cacheRoot, withBuildLock } from './ensure-temporal.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-export const SERVER_VERSION = 'v1.29.1';
-export const UI_VERSION = 'v2.42.1';
+// Server >= 1.30.2 for Worker Deployment upgrades at continue-as-new; v1.32.1 is the
+// newest whose go.mod asks for no newer Go than 1.26.8 (v1.32.2 wants >= 1.26.10).
+export const SERVER_VERSION = 'v1.32.1';
+// The newest UI server whose go.mod asks for no newer Go than this machine's 1.26.8
+// (v2.56.1 and later want >= 1.26.9 or 1.26.10, which `go install` refuses with GOTOOLCHAIN=local).
+export const UI_VERSION = 'v2.55.0';
 export const COMPOSE_GO_VERSION = 'v2.16.2';
 
 // name -> how to build it. `pkgs` are `go install` targets (one module per entry), or
@@ -48,7 +53,7 @@ function goEnv(extra) {
 
 function run(args, opts) {
   const r = spawnSync('go', args, { stdio: ['ignore', 'inherit', 'inherit'], ...opts });
-  if (r.error?.code === 'ENOENT') throw new Error('Go is not on PATH: install Go (>= 1.24) to build the cluster programs');
+  if (r.error?.code === 'ENOENT') throw new Error('Go is not on PATH: install Go (>= 1.26.8) to build the Temporal programs');
   if (r.status !== 0) throw new Error(`go ${args.join(' ')} failed (exit ${r.status}); see the output above`);
 }
 
@@ -58,8 +63,8 @@ export function ensureProgram(name) {
   const dir = programDir(name);
   const paths = Object.fromEntries(spec.binaries.map((b) => [b, path.join(dir, b)]));
   if (Object.values(paths).every((p) => fs.existsSync(p))) return paths;
-  // The dev server CLI's lock: two Go builds at once would starve 2 cores.
-  withBuildLock(cliDir(), () => {
+  // One lock for every Temporal build: two Go builds at once would starve 2 cores.
+  withBuildLock(buildLockDir(), () => {
     if (Object.values(paths).every((p) => fs.existsSync(p))) return;
     fs.mkdirSync(dir, { recursive: true });
     const started = Date.now();

@@ -1,26 +1,35 @@
-// Finds or builds the Temporal CLI (which embeds the dev server and the Web UI).
-// No dependencies beyond Node and Go: it runs before `npm ci` has installed anything.
+// Finds or builds the embedded dev server's programs: the Temporal server
+// (go.temporal.io/server/cmd/server) and the Temporal UI server, the same builds the
+// local cluster runs (scripts/ensure-cluster.mjs builds and caches them). Also the
+// cache root, Go environment and build lock every build script shares. No dependencies
+// beyond Node and Go: it runs before `npm ci` has installed anything.
 //
 // Three ways, in this order:
 //   TEMPORAL_ADDRESS=host:port  use an existing server; nothing is built
-//   TEMPORAL_CLI_PATH=/bin/temporal  use that binary
-//   Go on PATH  `go install github.com/temporalio/cli/cmd/temporal@v1.5.1` into the cache
-// v1.5.1 is the newest tag without a `replace` directive (later tags refuse go install).
+//   TEMPORAL_SERVER_PATH=/bin/server  use that Temporal server binary (and
+//     TEMPORAL_UI_SERVER_PATH=/bin/ui-server for the UI, else it is built when Go is there)
+//   Go on PATH  `go install` both into the cache (first time only)
+// The Temporal CLI (`temporal server start-dev`) ran the dev server before; no CLI that
+// `go install` accepts embeds a server new enough (>= 1.30.2, for Worker Deployment
+// upgrades at continue-as-new): tags from v1.6.0 on carry a `replace` directive.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pidAlive } from '../src/storage/pid-alive.mjs';
-
-export const CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal';
-export const CLI_VERSION = 'v1.5.1';
+import { PROGRAMS, SERVER_VERSION, ensureProgram, programDir } from './ensure-cluster.mjs';
 
 export function cacheRoot() {
   return process.env.TURNSTILE_CACHE || path.join(os.homedir(), '.cache', 'turnstile');
 }
 
-export function cliDir() {
-  return path.join(cacheRoot(), `temporal-cli-${CLI_VERSION}`);
+/**
+ * Where the lock of the Temporal builds lives (withBuildLock): one Go build at a time would
+ * otherwise starve 2 cores. The name is where the Temporal CLI was built before; kept so
+ * a build started from an older checkout still shares the lock.
+ */
+export function buildLockDir() {
+  return path.join(cacheRoot(), 'temporal-cli-v1.5.1');
 }
 
 export function which(cmd) {
@@ -113,48 +122,36 @@ export function withBuildLock(dir, fn, what = 'the Temporal dev server') {
   }
 }
 
-function buildWithGo(go, dir, binary) {
-  return withBuildLock(dir, () => {
-    if (fs.existsSync(binary)) return binary; // built by whoever held the lock
-    process.stderr.write(`building the Temporal dev server, first time only (go install ${CLI_MODULE}@${CLI_VERSION}; a few minutes) ...\n`);
-    const started = Date.now();
-    const staging = fs.mkdtempSync(path.join(dir, 'staging-'));
-    const env = { ...process.env, ...goEnv(), GOBIN: staging };
-    const r = spawnSync(go, ['install', `${CLI_MODULE}@${CLI_VERSION}`], { env, stdio: ['ignore', 'inherit', 'inherit'] });
-    const built = path.join(staging, 'temporal');
-    if (r.status !== 0 || !fs.existsSync(built)) {
-      fs.rmSync(staging, { recursive: true, force: true });
-      throw new Error(`go install ${CLI_MODULE}@${CLI_VERSION} failed (exit ${r.status}); see the output above`);
-    }
-    fs.renameSync(built, binary); // atomic: a half-built binary is never visible
-    fs.rmSync(staging, { recursive: true, force: true });
-    const mb = (fs.statSync(binary).size / 1e6).toFixed(1);
-    process.stderr.write(`built ${binary} (${mb} MB) in ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
-    return binary;
-  });
-}
+const fromEnv = (name) => {
+  const p = process.env[name];
+  if (!p) return null;
+  if (!fs.existsSync(p)) throw new Error(`${name}=${p} does not exist`);
+  return p;
+};
 
-/** Returns { address } for an existing server or { binary } for a CLI to start one. */
+const built = (name) => PROGRAMS[name].binaries.every((b) => fs.existsSync(path.join(programDir(name), b)));
+
+/**
+ * Returns { address } for an existing server, or { binary, ui } to start one: the Temporal
+ * server binary and the UI server's (ui null when TEMPORAL_SERVER_PATH is set and the UI
+ * can be neither found nor built: only a headless server can start then).
+ */
 export function ensureTemporal() {
   if (process.env.TEMPORAL_ADDRESS) return { address: process.env.TEMPORAL_ADDRESS };
-  if (process.env.TEMPORAL_CLI_PATH) {
-    if (!fs.existsSync(process.env.TEMPORAL_CLI_PATH)) {
-      throw new Error(`TEMPORAL_CLI_PATH=${process.env.TEMPORAL_CLI_PATH} does not exist`);
-    }
-    return { binary: process.env.TEMPORAL_CLI_PATH };
-  }
-  const dir = cliDir();
-  const binary = path.join(dir, 'temporal');
-  if (fs.existsSync(binary)) return { binary };
   const go = which('go');
-  if (!go) {
-    throw new Error(
-      'no Temporal server available. Either: (1) install Go (>= 1.24) so the dev server can be built from the Go module proxy, ' +
-        '(2) set TEMPORAL_CLI_PATH=/path/to/temporal (a Temporal CLI binary), or ' +
-        '(3) set TEMPORAL_ADDRESS=host:port to use a running server',
-    );
+  let binary = fromEnv('TEMPORAL_SERVER_PATH');
+  if (!binary) {
+    if (!go && !built('temporal-server')) {
+      throw new Error(
+        `no Temporal server available. Either: (1) install Go (>= 1.26.8) so the server ${SERVER_VERSION} can be built from the Go module proxy, ` +
+          '(2) set TEMPORAL_SERVER_PATH=/path/to/server (a Temporal server binary, go.temporal.io/server/cmd/server) and, for the Web UI, TEMPORAL_UI_SERVER_PATH=/path/to/ui-server, or ' +
+          '(3) set TEMPORAL_ADDRESS=host:port to use a running server',
+      );
+    }
+    binary = ensureProgram('temporal-server').server;
   }
-  return { binary: buildWithGo(go, dir, binary) };
+  const ui = fromEnv('TEMPORAL_UI_SERVER_PATH') ?? (go || built('temporal-ui-server') ? ensureProgram('temporal-ui-server').server : null);
+  return { binary, ui };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

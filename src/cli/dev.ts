@@ -25,10 +25,12 @@ async function startEmbeddedS3(dir: string): Promise<Seaweed> {
   }
 }
 
-async function temporalBinary(): Promise<string> {
-  if (process.env.TEMPORAL_CLI_PATH) return process.env.TEMPORAL_CLI_PATH;
-  const mod = (await import(path.join(PROJECT_ROOT, 'scripts', 'ensure-temporal.mjs'))) as { ensureTemporal(): { binary?: string } };
-  return mod.ensureTemporal().binary!;
+/** The Temporal server binary and, when found or built, the UI server's (scripts/ensure-temporal.mjs). */
+async function temporalBinaries(): Promise<{ binary: string; ui?: string }> {
+  if (process.env.TEMPORAL_SERVER_PATH) return { binary: process.env.TEMPORAL_SERVER_PATH };
+  const mod = (await import(path.join(PROJECT_ROOT, 'scripts', 'ensure-temporal.mjs'))) as { ensureTemporal(): { binary?: string; ui?: string | null } };
+  const r = mod.ensureTemporal();
+  return { binary: r.binary!, ...(r.ui ? { ui: r.ui } : {}) };
 }
 
 export async function dev(p: Parsed): Promise<void> {
@@ -44,9 +46,9 @@ export async function dev(p: Parsed): Promise<void> {
   let server: DevServer | undefined;
   const external = process.env.TEMPORAL_ADDRESS;
   if (!external) {
-    const binary = await temporalBinary();
+    const { binary, ui } = await temporalBinaries();
     try {
-      server = await startDevServer({ binary, dbFile: path.join(dir, 'temporal.db'), port, uiPort, logFile: path.join(dir, 'temporal.log') });
+      server = await startDevServer({ binary, ...(ui ? { uiBinary: ui } : {}), dbFile: path.join(dir, 'temporal.db'), port, uiPort, logFile: path.join(dir, 'temporal.log') });
     } catch (e) {
       throw new UsageError(`dev: could not start the Temporal dev server on port ${port} / UI ${uiPort} (in use? try --port/--ui-port; log: ${path.join(dir, 'temporal.log')}): ${(e as Error).message}`);
     }

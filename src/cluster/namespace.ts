@@ -4,8 +4,8 @@ import { msToTs } from '@temporalio/common/lib/time';
 import { connectionSecurity } from '../client/connection-security';
 import { SEARCH_ATTRIBUTE_FLAGS } from '../../workflows/search-attributes';
 
-// What the dev server does at start and a fresh cluster does not: the namespace and
-// Turnstile's search attributes (the same list as the dev server's flags).
+// What a fresh cluster and the dev server's fresh SQLite file lack: the namespace and
+// Turnstile's search attributes (the dev server registers them with this too).
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

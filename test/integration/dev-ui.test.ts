@@ -25,7 +25,7 @@ test('turnstile dev --demo: the UI answers and lists the table filtered by its s
   if (!binary) return ctx.skip(NO_BINARY);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-devui-'));
   const [port, uiPort] = [await freePort(), await freePort()];
-  const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_CLI_PATH: binary };
+  const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_SERVER_PATH: binary };
   for (const k of ['TEMPORAL_ADDRESS', 'TURNSTILE_DATA', 'TURNSTILE_TASK_QUEUE']) delete env[k];
   const child = spawn(process.execPath, [path.join(PROJECT_ROOT, 'scripts', 'turnstile.mjs'), 'dev', '--data', dir, '--port', String(port), '--ui-port', String(uiPort), '--demo'], {
     env,

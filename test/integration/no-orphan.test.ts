@@ -7,7 +7,8 @@ import { PROJECT_ROOT } from '../../src/paths';
 import { NO_BINARY, temporalBinary as binary } from '../support/own-server';
 
 // A process that started a dev server and is then killed outright (no exit handlers
-// run) must not leave the server behind holding its port and database.
+// run) must not leave the server behind holding its port and database, nor the UI
+// server (a process of its own) holding its port.
 
 const alive = (pid: number): boolean => {
   try {
@@ -18,7 +19,7 @@ const alive = (pid: number): boolean => {
   }
 };
 
-test('the dev server goes when the process that started it is SIGKILLed', async (ctx) => {
+test('the dev server and its UI server go when the process that started them is SIGKILLed', async (ctx) => {
   if (!binary) return ctx.skip(NO_BINARY);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-orphan-'));
   const tsx = path.join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx');
@@ -26,10 +27,13 @@ test('the dev server goes when the process that started it is SIGKILLed', async 
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   await expect.poll(() => out, { timeout: 60_000 }).toMatch(/"server":\d+/);
-  const { parent, server } = JSON.parse(out.trim().split('\n')[0]!) as { parent: number; server: number };
+  const { parent, server, ui } = JSON.parse(out.trim().split('\n')[0]!) as { parent: number; server: number; ui: number };
   expect(alive(server)).toBe(true);
+  expect(alive(ui)).toBe(true);
   process.kill(parent, 'SIGKILL');
+  // The watchdog sends SIGTERM and, 10 s later, SIGKILL to whatever is left.
   await expect.poll(() => alive(server), { timeout: 20_000, interval: 250 }).toBe(false);
+  await expect.poll(() => alive(ui), { timeout: 20_000, interval: 250 }).toBe(false);
   child.kill('SIGKILL');
   fs.rmSync(dir, { recursive: true, force: true });
 });

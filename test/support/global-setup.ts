@@ -8,8 +8,10 @@ import { seaweedBinary, startSeaweedfs, type Seaweed } from '../../src/server/se
 // One real Temporal dev server for the whole test run (free ports, a temporary SQLite
 // database), or the server at TEMPORAL_ADDRESS when that is set. Tests isolate
 // themselves with unique task queues and workflow ids. Tests that start servers of
-// their own get the binary through inject('temporalBinary'): null when TEMPORAL_ADDRESS
-// is set without TEMPORAL_CLI_PATH (nothing of ours to start; they skip, saying so).
+// their own get the Temporal server binary through inject('temporalBinary'): null when
+// TEMPORAL_ADDRESS is set without TEMPORAL_SERVER_PATH (nothing of ours to start; they
+// skip, saying so). The UI server, for those that start one, comes from
+// TEMPORAL_UI_SERVER_PATH or the cache (src/server/dev-server.ts, uiServerBinary).
 
 //
 // Also one SeaweedFS (S3) for the whole run, for the tests that run on both storage
@@ -38,13 +40,15 @@ async function startS3(project: TestProject): Promise<void> {
 }
 
 async function binaryPath(): Promise<string> {
-  if (process.env.TEMPORAL_CLI_PATH) return process.env.TEMPORAL_CLI_PATH;
-  // Run directly with `npx vitest`: find or build the CLI the way `npm test` does.
+  if (process.env.TEMPORAL_SERVER_PATH) return process.env.TEMPORAL_SERVER_PATH;
+  // Run directly with `npx vitest`: find or build the server and UI server the way `npm test` does.
   const { ensureTemporal } = (await import(path.resolve(__dirname, '../../scripts/ensure-temporal.mjs'))) as {
-    ensureTemporal(): { binary?: string; address?: string };
+    ensureTemporal(): { binary?: string; ui?: string | null; address?: string };
   };
   const r = ensureTemporal();
   if (!r.binary) throw new Error('no Temporal binary');
+  // For the tests that start a server with its UI (and `turnstile dev` processes they spawn).
+  if (r.ui && !process.env.TEMPORAL_UI_SERVER_PATH) process.env.TEMPORAL_UI_SERVER_PATH = r.ui;
   return r.binary;
 }
 
@@ -55,7 +59,7 @@ export async function setup(project: TestProject): Promise<void> {
 async function startTemporal(project: TestProject): Promise<void> {
   if (process.env.TEMPORAL_ADDRESS) {
     project.provide('temporalAddress', process.env.TEMPORAL_ADDRESS);
-    project.provide('temporalBinary', process.env.TEMPORAL_CLI_PATH ?? null);
+    project.provide('temporalBinary', process.env.TEMPORAL_SERVER_PATH ?? null);
     return;
   }
   const binary = await binaryPath();
