@@ -2,9 +2,10 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   condition,
-  continueAsNew,
   log,
+  makeContinueAsNewFunc,
   setHandler,
+  setWorkflowOptions,
   workflowInfo,
 } from '@temporalio/workflow';
 import { applyOverride, defaultPolicy, type PolicyOverride } from '../src/config/policy-schema';
@@ -141,6 +142,12 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   setHandler(msg.bump, onSignal('bump'));
   setHandler(msg.pause, onSignal('pause'));
   setHandler(msg.resume, onSignal('resume'));
+  // Only wakes the loop: the workflow task it brings tells whether the deployment's
+  // current version moved away from this run's (src/client/deployment.ts, nudgeTables).
+  let versionCheck = false;
+  setHandler(msg.checkVersion, () => {
+    versionCheck = true;
+  });
   setHandler(
     msg.setPolicy,
     (override) => {
@@ -206,41 +213,46 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   };
 
   for (;;) {
-    await condition(() => inbox.length > 0 || alarm.fired || rejectedUnpublished);
+    await condition(() => inbox.length > 0 || alarm.fired || rejectedUnpublished || versionCheck);
     // Decisions once per activation, on all it delivered, in an order only its contents
     // decide (workflows/activation.ts, src/policy/batch-order.ts).
     await activationSettled();
     if (alarm.take()) inbox.push({ type: 'timer' });
-    if (inbox.length === 0) {
-      // Only dropped signals: publish their count; no step, so no command changes.
-      rejectedUnpublished = false;
-      publishMetricsSafely(st, [], drain());
-      continue;
-    }
     rejectedUnpublished = false;
-
-    // Everything that arrived in this activation happened at one instant: decide once.
-    const batch = inbox.splice(0);
-    const r = stepAll(st, canonicalOrder(batch), now());
-    st = r.state;
-    // While draining for continue-as-new, start nothing new: carryOver() hands
-    // unstarted work to the next run.
-    for (const d of r.decisions) if (!draining || d.type === 'wakeAt') execute(d);
-    rates = addRateSample(rates, rateSample(st, now()));
-    grants = recordGrants(grants, draining ? [] : r.decisions, now());
-    const eta = drain();
-    // The UI publisher (ui.ts) reads pressure, backlog, turn holder and pause flags
-    // from the state after every activation.
-    publishToUi(st, stalled.size > 0, now(), eta);
-    publishMetricsSafely(st, draining ? [] : r.decisions, eta);
+    versionCheck = false;
+    if (inbox.length === 0) {
+      // Only dropped signals or a version check: publish counts; no step, so no command changes.
+      publishMetricsSafely(st, [], drain());
+    } else {
+      // Everything that arrived in this activation happened at one instant: decide once.
+      const batch = inbox.splice(0);
+      const r = stepAll(st, canonicalOrder(batch), now());
+      st = r.state;
+      // While draining for continue-as-new, start nothing new: carryOver() hands
+      // unstarted work to the next run.
+      for (const d of r.decisions) if (!draining || d.type === 'wakeAt') execute(d);
+      rates = addRateSample(rates, rateSample(st, now()));
+      grants = recordGrants(grants, draining ? [] : r.decisions, now());
+      const eta = drain();
+      // The UI publisher (ui.ts) reads pressure, backlog, turn holder and pause flags
+      // from the state after every activation.
+      publishToUi(st, stalled.size > 0, now(), eta);
+      publishMetricsSafely(st, draining ? [] : r.decisions, eta);
+    }
 
     const info = workflowInfo();
-    const wantContinue = info.continueAsNewSuggested || info.historyLength >= runEventsBound;
+    // The run is pinned to the worker version that started it; when the deployment's
+    // current version moves on, it continues as new onto that one.
+    const wantContinue = info.continueAsNewSuggested || info.historyLength >= runEventsBound || info.targetWorkerDeploymentVersionChanged;
     if (wantContinue) draining = true;
     if (draining && commitsInFlight === 0) {
       await condition(allHandlersFinished);
       if (inbox.length > 0) continue; // events that arrived while handlers finished
-      await continueAsNew<typeof tableWorkflow>({ ...args, carried: { formatVersion: CARRIED_FORMAT, state: carryOver(st), stalled: [...stalled], rates, grants } });
+      await makeContinueAsNewFunc<typeof tableWorkflow>({ initialVersioningBehavior: 'AUTO_UPGRADE' })({ ...args, carried: { formatVersion: CARRIED_FORMAT, state: carryOver(st), stalled: [...stalled], rates, grants } });
     }
   }
 }
+
+// Every run is pinned to the build that started it: a workflow change needs no patch
+// gate. The next run starts on the deployment's current (or ramping) version.
+setWorkflowOptions({ versioningBehavior: 'PINNED' }, tableWorkflow);

@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Worker } from '@temporalio/worker';
 import { startDevServer, type DevServer } from '../server/dev-server';
 import { startOwnSeaweedfs, type Seaweed } from '../server/seaweedfs';
 import { createWorker } from '../worker/create-worker';
@@ -10,7 +9,9 @@ import { PROJECT_ROOT } from '../paths';
 import { int, str, UsageError, type Parsed } from './args';
 import { readCheckedConfig } from './context';
 import { runDemo } from './demo';
-import { installWorkerRuntime, workerOptionsOf } from './worker';
+import { installWorkerRuntime, versioned, workerOptionsOf } from './worker';
+import { carryPreviousReleases, type DevWorker } from './dev-releases';
+import { connectClient } from '../client/connect';
 
 // `turnstile dev`: the embedded default. Starts (or reuses) the Temporal dev server with
 // SQLite under --data, N workers, optionally the demo, and stops everything it started
@@ -62,22 +63,38 @@ export async function dev(p: Parsed): Promise<void> {
   if (server) console.log(`Server metrics: ${server.metricsUrl}`);
   await installWorkerRuntime(config, 'Metrics:      ');
 
-  const workers: { worker: Worker; run: Promise<void>; close: () => Promise<void> }[] = [];
+  const workers: DevWorker[] = [];
   // The budget is the process's: its workers share it.
   const budget = Math.floor((config.worker.memoryBudgetBytes ?? defaultBudgetBytes()) / workerCount);
-  for (let i = 0; i < workerCount; i++) {
-    const { worker, connection, unregister } = await createWorker({
+  const startWorker = async (i: number | string, bundleFile?: string) => {
+    const created = await createWorker({
       ...config.temporal,
       ...workerOptionsOf(config),
+      ...(bundleFile ? { workflowBundleFile: bundleFile } : {}),
       identity: `turnstile-dev-${process.pid}-${i}`,
       memoryBudgetBytes: budget,
     });
-    workers.push({ worker, run: worker.run(), close: async () => {
-      await unregister();
-      await connection.close();
-    } });
-  }
+    const w = { worker: created.worker, run: created.worker.run(), close: async () => {
+      await created.unregister();
+      await created.connection.close();
+    } };
+    workers.push(w);
+    return { ...w, created };
+  };
+  let current = (await startWorker(0)).created;
+  for (let i = 1; i < workerCount; i++) current = (await startWorker(i)).created;
   console.log(`Workers:       ${workerCount} on task queue ${config.temporal.taskQueue}, memory budget ${formatBytes(budget)} each`);
+  console.log(`Version:       ${current.buildId} of deployment ${config.temporal.deploymentName}`);
+  // Open while dev runs: the watcher of previous releases uses it.
+  const releases = !versioned(config) ? { stopWatching() {} } : await carryPreviousReleases({
+    dataDir: dir,
+    client: await connectClient(config.temporal),
+    deploymentName: config.temporal.deploymentName,
+    buildId: current.buildId,
+    workflowCode: current.workflowCode,
+    startWorker: (file, buildId) => startWorker(`prev-${buildId}`, file),
+    log: (line) => console.log(`Upgrade:       ${line}`),
+  });
 
   const stopDemo = new AbortController();
   let stopping = false;
@@ -86,6 +103,7 @@ export async function dev(p: Parsed): Promise<void> {
     stopping = true;
     console.log(`\n${why}: stopping workers and the server ...`);
     stopDemo.abort();
+    releases.stopWatching();
     for (const w of workers) if (w.worker.getState() === 'RUNNING') w.worker.shutdown();
     await Promise.allSettled(workers.map((w) => w.run));
     await Promise.allSettled(workers.map((w) => w.close()));
