@@ -2,19 +2,20 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { version } from '../../package.json';
 import { chainHistories } from './history';
 
 export const HISTORIES_DIR = path.resolve(__dirname, '..', 'histories');
 /**
- * One folder per generation of workflow code: when a change needs a `patched()` gate,
- * the histories of the previous generation stay checked in (they prove old runs still
- * replay) and new recordings go to a new folder.
+ * The histories of this release's workflow code, in a folder named by its version
+ * (package.json). Runs are pinned to the build that started them, so a release replays
+ * only its own histories: each release records anew and deletes the previous one's.
  */
-export const RECORD_DIR = path.join(HISTORIES_DIR, '13-pressure-at-once');
+export const RECORD_DIR = path.join(HISTORIES_DIR, version);
 
 /**
  * With TURNSTILE_RECORD_HISTORIES=1, saves the workflow's history (every run of it, in
- * order) under test/histories/<generation>/<name>-<n>.json for the replay test. Recording is opt-in so
+ * order) under test/histories/<release>/<name>-<n>.json for the replay test. Recording is opt-in so
  * an ordinary test run never rewrites checked-in files.
  */
 export async function recordHistory(client: Client, handle: WorkflowHandle, name: string): Promise<void> {
