@@ -5,7 +5,6 @@ import {
   log,
   makeContinueAsNewFunc,
   setHandler,
-  setWorkflowOptions,
   workflowInfo,
 } from '@temporalio/workflow';
 import { applyOverride, defaultPolicy, type PolicyOverride } from '../src/config/policy-schema';
@@ -252,7 +251,3 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
     }
   }
 }
-
-// Every run is pinned to the build that started it: a workflow change needs no patch
-// gate. The next run starts on the deployment's current (or ramping) version.
-setWorkflowOptions({ versioningBehavior: 'PINNED' }, tableWorkflow);

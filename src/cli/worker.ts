@@ -23,7 +23,8 @@ export const versioned = (config: Config): boolean => config.temporal.deployment
 /** What `worker` and `dev` pass every worker from the configuration. */
 export function workerOptionsOf(config: Config): Pick<WorkerOptions, 'deps' | 'maxConcurrentActivities' | 'shutdownGraceSecs' | 'workflowStackTraces' | 'deploymentName' | 'workflowBundleFile'> {
   return {
-    ...(versioned(config) ? { deploymentName: config.temporal.deploymentName } : {}),
+    // Explicit: callers spread config.temporal (which holds the name, `off` too) before this.
+    deploymentName: versioned(config) ? config.temporal.deploymentName : undefined,
     ...(config.worker.workflowBundle ? { workflowBundleFile: path.resolve(config.worker.workflowBundle) } : {}),
     deps: { dataRoot: config.dataRoot, prepareCheckpointSecs: config.worker.prepareCheckpointSecs, ...(config.worker.dedupThreads === undefined ? {} : { dedupThreadCount: config.worker.dedupThreads }) },
     maxConcurrentActivities: config.worker.maxConcurrentActivities,

@@ -37,7 +37,7 @@ export interface WorkerOptions {
    * (build-id.ts); table runs are then pinned to it. Absent: unversioned (tests that
    * share one server with a task queue each; a deployment version holds at most 100).
    */
-  deploymentName?: string;
+  deploymentName?: string | undefined;
   /** A workflow bundle file to run instead of this release's (a previous release's, kept by `dev`). */
   workflowBundleFile?: string;
 }
@@ -150,7 +150,9 @@ export async function createWorker(opts: WorkerOptions): Promise<CreatedWorker> 
     taskQueue: opts.taskQueue,
     workflowBundle: bundle,
     // Table runs are pinned to the build that started them and move to the deployment's
-    // current version at continue-as-new (workflows/table.ts): no patch gates.
+    // current version at continue-as-new (workflows/table.ts): no patch gates. The worker's
+    // default pins them, not the workflow: a workflow that names a behavior fails its
+    // tasks on unversioned workers (the test suite's).
     ...(opts.deploymentName
       ? { workerDeploymentOptions: { version: { deploymentName: opts.deploymentName, buildId }, useWorkerVersioning: true as const, defaultVersioningBehavior: 'PINNED' as const } }
       : {}),
