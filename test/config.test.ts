@@ -44,7 +44,7 @@ test('overrides combine key by key, the later winning, per-kind maps merged', ()
 describe('config loader', () => {
   test('environment wins over the file; defaults fill the rest', () => {
     const r = loadConfig({ TEMPORAL_ADDRESS: 'h:1', TURNSTILE_DATA: '/d' }, { temporal: { address: 'x:2', namespace: 'ns' } });
-    expect(r.ok && r.config.temporal).toEqual({ address: 'h:1', namespace: 'ns', taskQueue: 'turnstile' });
+    expect(r.ok && r.config.temporal).toEqual({ address: 'h:1', namespace: 'ns', taskQueue: 'turnstile', deploymentName: 'turnstile' });
     expect(r.ok && r.config.dataRoot).toBe('/d');
     expect(r.ok && r.config.policy).toEqual(defaultPolicy());
   });

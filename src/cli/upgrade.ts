@@ -1,5 +1,5 @@
 import type { Client } from '@temporalio/client';
-import { countTableRuns, describeDeployment, nudgeTables, routeTo, type Deployment, type VersionStatus } from '../client/deployment';
+import { countTableRuns, describeDeployment, nudgeTables, routeTo, routingSettled, type Deployment, type VersionStatus } from '../client/deployment';
 import { int, positional, UsageError, type Parsed } from './args';
 import { readConfig } from './context';
 
@@ -72,6 +72,9 @@ const buildIdArg = (p: Parsed): string => {
   return id;
 };
 
+/** How long set-current and ramp wait for the change to reach the task queues before the second nudge. */
+const SETTLE_WAIT_MS = 120_000;
+
 async function move(buildId: string, percent: number | null): Promise<void> {
   await withClient(async (client, deploymentName) => {
     try {
@@ -80,10 +83,16 @@ async function move(buildId: string, percent: number | null): Promise<void> {
       if (/has no version/.test((e as Error).message)) throw new UsageError(`BUILD_ID: ${(e as Error).message}`);
       throw e;
     }
-    // Pinned runs learn of the change in their next workflow task: give every one a task now.
-    const nudged = await nudgeTables(client, deploymentName, percent === null ? buildId : null);
+    // Pinned runs learn of the change in their next workflow task: give every one a task
+    // now, and again once the change has reached the task queues (a run told before
+    // that may still have seen its old target).
+    const except = percent === null ? buildId : null;
+    const nudged = await nudgeTables(client, deploymentName, except);
+    const settled = await routingSettled(client, deploymentName, SETTLE_WAIT_MS);
+    if (settled) await nudgeTables(client, deploymentName, except);
     const what = percent === null ? `current version of ${deploymentName}` : `ramping at ${percent}% in ${deploymentName}`;
     console.log(`${buildId} is the ${what}; ${nudged} table run(s) on other versions told to check (each moves at its next continue-as-new, within seconds; \`turnstile upgrade status\` shows them)`);
+    if (!settled) console.log(`the change was still reaching the task queues after ${SETTLE_WAIT_MS / 1000} s: tables move as it arrives, at the latest at their next wake-up`);
   });
 }
 

@@ -87,8 +87,9 @@ const ROUTING_CHANGE_TIMEOUT_MS = 60_000;
 
 /**
  * Makes a version current, or ramps one to `percent` of new and continued-as-new runs
- * (`percent` null: current). Retries on a conflicting change and waits until the
- * routing reached every task queue, so a nudge sent after it finds the new target.
+ * (`percent` null: current). Retries on a conflicting change. The server then carries
+ * the change to every task queue of the deployment in the background (seconds; over a
+ * minute on a loaded 2-core host): `routingSettled` waits for that.
  */
 export async function routeTo(client: Client, deploymentName: string, buildId: string, percent: number | null, identity: string): Promise<void> {
   const deadline = Date.now() + ROUTING_CHANGE_TIMEOUT_MS;
@@ -108,10 +109,16 @@ export async function routeTo(client: Client, deploymentName: string, buildId: s
       await sleep(500);
     }
   }
+}
+
+/** Waits until the last routing change reached every task queue; false if it still had not after `timeoutMs`. */
+export async function routingSettled(client: Client, deploymentName: string, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
   while ((await describeDeployment(client, deploymentName)).updating) {
-    if (Date.now() > deadline) throw new Error(`deployment ${deploymentName}: routing change still in progress after ${ROUTING_CHANGE_TIMEOUT_MS / 1000} s`);
-    await sleep(250);
+    if (Date.now() > deadline) return false;
+    await sleep(500);
   }
+  return true;
 }
 
 /**
@@ -160,5 +167,8 @@ export async function settleRouting(client: Client, deploymentName: string, buil
   const d = await describeDeployment(client, deploymentName);
   if (d.current === buildId || (d.current !== null && mode === 'if-none')) return { current: d.current, changed: false, nudged: 0 };
   await routeTo(client, deploymentName, buildId, null, identity);
-  return { current: buildId, changed: true, nudged: await nudgeTables(client, deploymentName, buildId) };
+  // Told now and again once the change reached the task queues (see upgrade.ts).
+  const nudged = await nudgeTables(client, deploymentName, buildId);
+  if (await routingSettled(client, deploymentName, ROUTING_CHANGE_TIMEOUT_MS)) await nudgeTables(client, deploymentName, buildId);
+  return { current: buildId, changed: true, nudged };
 }

@@ -56,7 +56,9 @@ describe('reservations in status and workers', () => {
     const rows = workerRows(records, 3000);
     expect(rows[0]).toMatchObject({ identity: '1@h', budgetBytes: 1024 * MiB, reservedBytes: 508 * MiB, headroomBytes: 516 * MiB, pollClaims: 1, unmarkedTakes: 0, eager: { asked: 0, granted: 0, used: 0 }, lastSeenSecs: 2 });
     expect(rows[0]!.running).toEqual([{ unit: 't: prepare merge/s0 1-4', activity: 'prepareMerge', reservedBytes: 380 * MiB, sinceSecs: 3 }]);
-    expect(formatWorkers(rows)).toContain('1@h  host h pid 1  budget 1024 MiB  reserved 508 MiB');
+    expect(rows[0]!.buildId).toBeNull();
+    expect(formatWorkers(rows)).toContain('1@h  host h pid 1  build unversioned  budget 1024 MiB  reserved 508 MiB');
+    expect(formatWorkers(workerRows([{ ...records[0]!, buildId: '0.2.0-abc' }], 3000))).toContain('pid 1  build 0.2.0-abc  budget');
     expect(formatWorkers([])).toMatch(/^no live workers/);
   });
 });
