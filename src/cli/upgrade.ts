@@ -90,8 +90,8 @@ async function move(buildId: string, percent: number | null): Promise<void> {
     const nudged = await nudgeTables(client, deploymentName, except);
     const settled = await routingSettled(client, deploymentName, SETTLE_WAIT_MS);
     if (settled) await nudgeTables(client, deploymentName, except);
-    const what = percent === null ? `current version of ${deploymentName}` : `ramping at ${percent}% in ${deploymentName}`;
-    console.log(`${buildId} is the ${what}; ${nudged} table run(s) on other versions told to check (each moves at its next continue-as-new, within seconds; \`turnstile upgrade status\` shows them)`);
+    const what = percent === null ? `the current version of ${deploymentName}` : `ramping at ${percent}% in ${deploymentName}`;
+    console.log(`${buildId} is ${what}; ${nudged} table run(s) on other versions told to check (each moves at its next continue-as-new, within seconds; \`turnstile upgrade status\` shows them)`);
     if (!settled) console.log(`the change was still reaching the task queues after ${SETTLE_WAIT_MS / 1000} s: tables move as it arrives, at the latest at their next wake-up`);
   });
 }

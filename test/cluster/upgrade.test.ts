@@ -152,9 +152,13 @@ describe.skipIf('skip' in pg)('a blue-green upgrade of the table workflow on the
   test('rollback: v1 workers again, v1 made current: every table moves back, v2 drains', async () => {
     await cli(['cluster', 'add-workers', '--workers', '2', '--dir', dir]);
     await until('two v1 workers live again', 90_000, async () => (await liveRecords(state.dataRoot)).filter((r) => r.buildId === v1.buildId).length === 2);
+    // A ramp first: half of the tables' next runs would go back; then all of them.
+    expect(await cli(['upgrade', 'ramp', v1.buildId, '--percent', '50'])).toContain(`${v1.buildId} is ramping at 50%`);
+    expect((await upgradeStatus()).ramping).toEqual({ buildId: v1.buildId, percent: 50 });
     await moveAll('rollback', v1);
     const s = await upgradeStatus();
     expect(s.current).toBe(v1.buildId);
+    expect(s.ramping).toBeNull();
     expect(s.versions.find((v) => v.buildId === v2.buildId)).toMatchObject({ tableRuns: 0, drained: true });
     expect(await cli(['cluster', 'stop-workers', '--build', v2.buildId, '--dir', dir])).toContain('stopped worker2, worker3');
   }, 15 * 60_000);
