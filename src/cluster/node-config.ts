@@ -80,6 +80,34 @@ const tlsBlock = (t: NodeTls) => `
         serverName: "${t.serverName}"
         rootCaFiles: ["${t.caFile}"]`;
 
+/**
+ * The four services on their ports and the one-cluster metadata: the same for a cluster
+ * node and the dev server (src/server/dev-config.ts), which also names its HTTP address.
+ */
+export function servicesAndClusterBlock(p: NodePorts, opts: { httpAddress?: boolean } = {}): string {
+  return `services:
+  frontend:${service(p.frontend, p.frontendMembership, p.frontendHttp)}
+  matching:${service(p.matching, p.matchingMembership)}
+  history:${service(p.history, p.historyMembership)}
+  worker:${service(p.worker, p.workerMembership)}
+
+clusterMetadata:
+  enableGlobalNamespace: false
+  failoverVersionIncrement: 10
+  masterClusterName: "active"
+  currentClusterName: "active"
+  clusterInformation:
+    active:
+      enabled: true
+      initialFailoverVersion: 1
+      rpcName: "frontend"
+      rpcAddress: "127.0.0.1:${p.frontend}"${opts.httpAddress ? `\n      httpAddress: "127.0.0.1:${p.frontendHttp}"` : ''}
+
+dcRedirectionPolicy:
+  policy: "noop"
+`;
+}
+
 export function renderNodeConfig(c: NodeConfigInput): string {
   const p = c.ports;
   return `# Rendered by turnstile cluster (src/cluster/node-config.ts); rewritten on every start.
@@ -105,27 +133,7 @@ global:
       timerType: "histogram"
       listenAddress: "127.0.0.1:${p.metrics}"${c.tls ? tlsBlock(c.tls) : ''}
 
-services:
-  frontend:${service(p.frontend, p.frontendMembership, p.frontendHttp)}
-  matching:${service(p.matching, p.matchingMembership)}
-  history:${service(p.history, p.historyMembership)}
-  worker:${service(p.worker, p.workerMembership)}
-
-clusterMetadata:
-  enableGlobalNamespace: false
-  failoverVersionIncrement: 10
-  masterClusterName: "active"
-  currentClusterName: "active"
-  clusterInformation:
-    active:
-      enabled: true
-      initialFailoverVersion: 1
-      rpcName: "frontend"
-      rpcAddress: "127.0.0.1:${p.frontend}"
-
-dcRedirectionPolicy:
-  policy: "noop"
-
+${servicesAndClusterBlock(p)}
 dynamicConfigClient:
   filepath: "${c.dynamicConfigFile}"
   pollInterval: "10s"

@@ -5,18 +5,10 @@
 // config/development-sqlite-file.yaml: the plugin creates the file (mode=rwc) and its
 // schema (setup=true) on first use.
 
-export interface DevPorts {
-  frontend: number;
-  frontendMembership: number;
-  frontendHttp: number;
-  history: number;
-  historyMembership: number;
-  matching: number;
-  matchingMembership: number;
-  worker: number;
-  workerMembership: number;
-  metrics: number;
-}
+import { servicesAndClusterBlock, type NodePorts } from '../cluster/node-config';
+
+/** The same ports as a cluster node's. */
+export type DevPorts = NodePorts;
 
 /** Every port but the frontend's, which the caller asks for. */
 export const DEV_FREE_PORT_NAMES: Exclude<keyof DevPorts, 'frontend'>[] = [
@@ -34,12 +26,6 @@ export interface DevConfigInput {
 }
 
 const q = (s: string): string => JSON.stringify(s);
-
-const service = (grpc: number, membership: number, http?: number) => `
-    rpc:
-      grpcPort: ${grpc}
-      membershipPort: ${membership}
-      bindOnLocalHost: true${http ? `\n      httpPort: ${http}` : ''}`;
 
 export function renderDevConfig(c: DevConfigInput): string {
   const p = c.ports;
@@ -80,28 +66,7 @@ global:
       timerType: "histogram"
       listenAddress: "127.0.0.1:${p.metrics}"
 
-services:
-  frontend:${service(p.frontend, p.frontendMembership, p.frontendHttp)}
-  matching:${service(p.matching, p.matchingMembership)}
-  history:${service(p.history, p.historyMembership)}
-  worker:${service(p.worker, p.workerMembership)}
-
-clusterMetadata:
-  enableGlobalNamespace: false
-  failoverVersionIncrement: 10
-  masterClusterName: "active"
-  currentClusterName: "active"
-  clusterInformation:
-    active:
-      enabled: true
-      initialFailoverVersion: 1
-      rpcName: "frontend"
-      rpcAddress: "127.0.0.1:${p.frontend}"
-      httpAddress: "127.0.0.1:${p.frontendHttp}"
-
-dcRedirectionPolicy:
-  policy: "noop"
-
+${servicesAndClusterBlock(p, { httpAddress: true })}
 archival:
   history:
     state: "disabled"
