@@ -7,9 +7,9 @@ import type { ActivityDeps } from './deps';
 import { fail } from './failures';
 import { commitReservation, maxBatchBytes, SMALL_BYTES } from '../src/reservation-sizes';
 
-// How a worker's activities hold reservations of its memory budget (invariant 6, issue
-// 8), and how big a merge batch may be. The sizes are src/reservation-sizes.ts (pure,
-// shared with the workflow).
+// How a worker's activities hold reservations of its memory budget (invariant 6),
+// and how big a merge batch may be. The sizes are src/reservation-sizes.ts (pure, shared
+// with the workflow).
 
 export * from '../src/reservation-sizes';
 
@@ -73,7 +73,7 @@ export async function holdingWhileWaiting<R>(deps: ActivityDeps, fn: (hold: stri
 }
 
 /**
- * Splitting (issue 8, point 3): the longest prefix fromSeq..k of the unit's range whose
+ * Splitting: the longest prefix fromSeq..k of the unit's range whose
  * generation files hold at most maxBatchBytes (at least one file), and their bytes. The
  * rest stays backlog for the next unit. A single generation whose merge needs more than
  * every live worker's whole budget can never merge: that fails for good, naming the

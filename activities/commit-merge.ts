@@ -46,7 +46,7 @@ async function readPrepared(deps: ActivityDeps, input: CommitMergeInput, p: Prep
 
 export function makeCommitMerge(deps: ActivityDeps) {
   return async function commitMerge(input: CommitMergeInput): Promise<CommitResult> {
-    // Issue 8: held while it commits; a direct merge's bytes are its generation's size.
+    // Its reservation is held while it commits; a direct merge's bytes are its generation's size.
     const bytes = [input.prepared, ...(input.more ?? [])].reduce((n, p) => n + p.bytes, 0);
     // A scan of every shard, as a preparation makes (prepare-merge.ts): a direct merge has
     // no preparation to make it. It runs beside the commit, not after it: the table takes

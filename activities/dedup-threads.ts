@@ -32,7 +32,7 @@ function startThread(): Worker {
 
 /**
  * Rows of each of the two made-up generations a thread started by start() prepares
- * first. Measured (bench/README.md, session 19): a worker's first 2 x 4 x 150k merge
+ * first. Measured (bench/README.md): a worker's first 2 x 4 x 150k merge
  * took 1.24-1.40 s of worker CPU after a warm-up of 100k rows against 1.54-1.73 s
  * without; 30k rows gave the same wall times for ~40 MiB less peak RSS.
  */
@@ -42,7 +42,7 @@ export const WARM_UP_ROWS = 30_000;
  * Threads by default: one fewer than the cores (the worker's own thread needs one), at
  * most four; none on one or two cores. On two cores a thread took ~10% off a large merge
  * but had no core of its own, and 1,000 small tables on two workers fell behind with it
- * in the one pair of runs measured (bench/README.md, session 19).
+ * in the one pair of runs measured (bench/README.md).
  */
 export const defaultDedupThreads = (cores: number): number => (cores >= 3 ? Math.min(4, cores - 1) : 0);
 

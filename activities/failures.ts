@@ -15,7 +15,7 @@ export type FailureType =
   | 'TableNotFound'
   | 'InvalidInput'
   | 'GcRefused'
-  /** A single generation whose merge needs more memory than any worker's budget (issue 8). */
+  /** A single generation whose merge needs more memory than any worker's budget. */
   | 'TooBig';
 
 /** `details` carries the fields a caller may branch on (the failure's type says which). */

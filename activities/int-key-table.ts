@@ -1,6 +1,6 @@
 // Newest row per 64-bit integer key, in typed arrays and in two passes. Dedup of a merge
-// touches every row of every generation. One hash table over all of them (what this was
-// until session 18) is as large as the keys: 600k rows of a 4 x 150k merge missed the
+// touches every row of every generation. One hash table over all of them (what this
+// used to be) is as large as the keys: 600k rows of a 4 x 150k merge missed the
 // CPU cache on every probe, ~0.3 us a row, while the same probes into a table that fits
 // the cache took 13 ms for all 600k. So rows are first appended, in the order fed, to
 // the partition that their key's hash picks (a handful of sequential write streams),

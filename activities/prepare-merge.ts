@@ -190,7 +190,7 @@ export function makePrepareMerge(deps: ActivityDeps) {
   return async function prepareMerge(input: PrepareMergeInput): Promise<PrepareMergeResult> {
     const run = async (hold?: string) => {
       const { widened, sealedThroughSeq } = await widenToSealed(deps, input);
-      // Issue 8: the range is cut to what fits a batch, and its reservation is held while it runs.
+      // Memory admission: the range is cut to what fits a batch, and its reservation is held while it runs.
       const bounded = await boundMergeRange(deps, widened);
       const p = await withReservation(
         deps,

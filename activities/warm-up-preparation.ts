@@ -6,8 +6,8 @@ import { generationProblem } from './validate-generation';
 
 // A fresh process's first preparation runs its hot loops (checksum, decode, key hashing,
 // the winners' copy, encode) unoptimised and grows its heap from nothing: a worker's
-// first large merge cost about half as much CPU again as later ones (bench/README.md,
-// session 19). So whatever thread will prepare merges first prepares two made-up
+// first large merge cost about half as much CPU again as later ones (bench/README.md).
+// So whatever thread will prepare merges first prepares two made-up
 // generations, before the worker polls.
 
 /** Two generations of `rows` made-up rows, the second overlapping half of the first, encoded as sealed (checksum embedded). */

@@ -11,7 +11,7 @@ import { generationFile, tableLayout } from '../src/storage/layout';
 import { generateRows } from '../src/writer';
 import { mib } from './support';
 
-// The memory factor of a merge (issue 8): peak RSS of one prepareMerge and of one
+// The memory factor of a merge: peak RSS of one prepareMerge and of one
 // commitMerge (the mergeInsert), each in a fresh process, over the bytes of the
 // generation files it merges. Each measurement is VmHWM at the end minus VmRSS just
 // before the activity (after loading every module a worker loads), so it is what the

@@ -1,4 +1,4 @@
-// Scale-out (issue 8, point 7): merge throughput over N tables with 1, 2, 3 ... worker
+// Scale-out: merge throughput over N tables with 1, 2, 3 ... worker
 // processes (`turnstile worker`, each with its memory budget). Every table's backlog is
 // sealed before its workflow starts, so the clock measures merging only: from the
 // workflows' start until every shard is merged. CPU seconds of the workers (and of the

@@ -1,4 +1,4 @@
-// Read-your-merges at scale (issue 11): N `turnstile wait-merged` processes wait on one
+// Read-your-merges at scale: N `turnstile wait-merged` processes wait on one
 // seq of one table while its merges are paused; then merges resume. Reports when each
 // process answered, measured from the moment the merge's commit completed (from the
 // table's history), and checks that every one printed the table version of that commit.

@@ -1,4 +1,4 @@
-// What a unit reserves of a worker's memory budget (invariant 6, issue 8), computed
+// What a unit reserves of a worker's memory budget (invariant 6), computed
 // from its input before it runs. Pure (no I/O, no Temporal): the activities reserve by
 // it (activities/admission.ts) and the table workflow tells how much headroom a queued
 // commit waits for (workflows/run-unit.ts). The factors are measured by
@@ -37,7 +37,7 @@ export const MIN_CLAIMED_UNIT_BYTES = 1024 * MiB;
  * The largest reservation a unit may have. Every poll holds a claim of this size
  * (src/worker/memory-slots.ts), so it also sets how many polls a worker has out at once,
  * and with them how many tasks a second it can take: one poll at a time made 1,000
- * tables fall hopelessly behind (bench/README.md, session 15). So: what units share of
+ * tables fall hopelessly behind (bench/README.md). So: what units share of
  * the smallest budget (the budget less its prepared cache) split into CLAIMS_PER_WORKER
  * claims, but not below MIN_CLAIMED_UNIT_BYTES (batches stay large), and never more than
  * half, so that every worker holds at least two claims and runs two such units at once.

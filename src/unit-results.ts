@@ -26,7 +26,7 @@ export interface PreparedMerge {
   /** Where this attempt's time went (ms), for benchmarks and operators. */
   timings?: PrepareTimings;
   /**
-   * The batch bound (generation bytes) of the fleet when it was prepared (issue 8): the
+   * The batch bound (generation bytes) of the fleet when it was prepared: the
    * batches committed together in one turn stay within it. Absent without a budget.
    */
   maxBatchBytes?: number;

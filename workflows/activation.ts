@@ -7,10 +7,10 @@ import { condition } from '@temporalio/workflow';
  *
  * Why: without it the shell decided on whatever had reached its inbox when the first
  * event of an activation woke it, so its decisions depended on how many promise steps
- * each activity result took. Session 23 blamed a nondeterminism failure on that; it
- * came back, on workers catching up stale cached runs (cause there not found; such runs
- * are now replayed from history, workflows/stale-cache-guard.ts). Deciding once per activation is kept: the decisions
- * then depend only on what the history says the activation held.
+ * each activity result took, and a replay could decide differently from the live run.
+ * Deciding once per activation, the decisions depend only on what the history says the
+ * activation held. (Nondeterminism on workers catching up stale cached runs has another,
+ * unfound cause; such runs are replayed from history: workflows/stale-cache-guard.ts.)
  */
 export function activationSettled(): Promise<void> {
   let evaluated = false;

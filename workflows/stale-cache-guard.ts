@@ -8,7 +8,7 @@ import type { WorkflowInterceptorsFactory, WorkflowInternalsInterceptor } from '
  * the sticky worker when that one is slow to poll, busy or cut off), the worker that
  * still caches the run replays the missed tasks on top of its cached state the next time
  * it gets one. Those catch-ups failed with nondeterminism (TMPRL1100) where a replay of
- * the same history from the start did not: cluster faults in sessions 22-24, and two
+ * the same history from the start did not: in cluster faults, and with two
  * in-process workers whose tasks bounce between them (test/integration/sticky-bounce).
  * The cause is not found; an activation that replays after this copy of the run had
  * already caught up with its history can only be such a catch-up, so it fails the
@@ -18,16 +18,15 @@ import type { WorkflowInterceptorsFactory, WorkflowInternalsInterceptor } from '
  * A copy has caught up once it ran a live activation, or once it answered a query: core
  * hands a query to a copy only after replaying everything before it, so a copy that a
  * worker built just to answer a query (a legacy query for a run it did not cache) is
- * caught up too, and went stale like any other. Session 25 found the gap: such a copy
- * was caught up later, unguarded, and once in a CI run its live decision (a preparation
- * of seqs 226-227) was one that a replay of the same history could not repeat (226-228),
- * so the run failed every replay after it.
+ * caught up too, and goes stale like any other. Left unguarded, such a copy caught up
+ * later once made a live decision (a preparation of seqs 226-227) that a replay of the
+ * same history could not repeat (226-228), so the run failed every replay after it.
  *
- * Session 28 found how a live copy comes to decide what its history cannot repeat: a query
- * that raced new events (QUERY_TAIL below, reproduced in test/integration/query-race).
- * Session 25's 226-227 against 226-228 fits it (the live copy knew one demand less than
- * the task that recorded its decision); whether the catch-up failures of sessions 22-24
- * were the same is not known, so the catch-up rule stays.
+ * A live copy can also decide what its history cannot repeat when a query races new
+ * events (QUERY_TAIL below, reproduced in test/integration/query-race). The 226-227
+ * against 226-228 above fits that (the live copy knew one demand less than the task that
+ * recorded its decision); whether the catch-up failures were the same is not known, so
+ * the catch-up rule stays.
  */
 export const interceptors: WorkflowInterceptorsFactory = () => {
   const guard = staleCopyGuard();
@@ -85,18 +84,18 @@ export function staleCopyGuard(): (activation: Pick<Activation, 'jobs' | 'isRepl
  * activation decided, without asking the workflow. A replay delivers the same events
  * with that next task, at its time: the table decided differently (a commit where the
  * live run had prepared a follower), and the run's history could never be replayed again
- * (CI of session 27, cluster faults; reproduced in test/integration/query-race.test.ts).
+ * (seen in CI, cluster faults; reproduced in test/integration/query-race.test.ts).
  * Failing that activation fails the query (clients ask again) and evicts the copy; the
  * next task replays the run from its history.
  *
  * Only a query sent to the shared task queue can bring a tail: one sent to the worker's
  * sticky queue comes with no history at all (matching's getHistoryForQueryTask). Not
- * covered (CI of session 29): another worker failed a task of the run, which clears the
+ * covered (seen in CI): another worker failed a task of the run, which clears the
  * sticky queue, and the waiting query then reached this copy on the shared queue with a
  * tail at the failed task's start time, later than this copy's last task. Nothing in an
  * activation tells that tail from a real task; a rule by history length (a query task
- * right after live events, at their length) was tried in session 30 and withdrawn: it
- * also refuses every sticky query after a live task (query-race.test.ts, last test).
+ * right after live events, at their length) would also
+ * refuse every sticky query after a live task (query-race.test.ts, last test).
  */
 export const QUERY_TAIL = 'query raced new events';
 

@@ -72,7 +72,7 @@ function detailsMarkdown(st: TableState, nowMs: number, drain: DrainEstimate): s
     '',
     `**drain ETA:** ${formatDrain(drain)}`,
   ];
-  // Issue 8: a commit no worker had the memory for waits without the turn; say so first.
+  // A commit no worker had the memory for waits without the turn; say so first.
   const waiting = st.units.filter((u) => u.state === 'backoff' && u.waitingForBytes !== undefined);
   if (waiting.length) lines.push('', ...waiting.map((u) => `**${u.id}:** ${headroomLine(u.waitingForBytes!)} (the turn is free meanwhile)`));
   if (v.preparing.length) lines.push('', `**preparing:** ${v.preparing.map((p) => p.unitId).join(', ')} (progress: pending activities)`);

@@ -11,7 +11,7 @@ export interface PendingActivity {
   details: unknown;
   attempt: number;
   lastHeartbeatMs: number | null;
-  /** false while it sits in the task queue: no worker has taken it (none has headroom, issue 8). */
+  /** false while it sits in the task queue: no worker has taken it (none has headroom). */
   started?: boolean;
   /** The identity of the worker that last took it. */
   worker?: string | null;

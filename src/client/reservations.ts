@@ -1,7 +1,7 @@
 import type { StatusView } from '../policy/status';
 import type { WorkerRecord } from '../worker/registry';
 
-// `status` joins each preparing unit with the fleet registry (issue 8): the bytes it
+// `status` joins each preparing unit with the fleet registry: the bytes it
 // holds on the worker running it, or, while it sits in the task queue, the headroom a
 // worker needs before it polls for it (a poll claim: the largest unit's reservation).
 

@@ -1,6 +1,6 @@
 import type { Kind, TableState } from './types';
 
-// Checks a well-shaped request against the table as it is now (issue 11: a buggy or
+// Checks a well-shaped request against the table as it is now (a buggy or
 // hostile client must not make the workflow wait forever, invent shards or repeat
 // operator actions). Pure: the workflow's signal handlers and update validators call it
 // on the state, clients on the `state` query's view before sending. Each function

@@ -20,7 +20,7 @@ function ridersOf(state: TableState, pick: TurnPick, nowMs: number): Unit[] {
   const lead = pick.unit;
   if (lead.kind !== 'merge' || lead.solo) return [];
   const riders: Unit[] = [];
-  // Batches prepared under a memory budget (issue 8) ride only while the turn's batches
+  // Batches prepared under a memory budget ride only while the turn's batches
   // together stay within the bound they were cut to, so the one commit fits a worker.
   const cap = lead.kind === 'merge' ? lead.prepared?.maxBatchBytes : undefined;
   let bytes = lead.kind === 'merge' ? (lead.prepared?.bytes ?? 0) : 0;

@@ -56,7 +56,7 @@ function onPrepared(state: TableState, e: Ev<'prepared'>, nowMs: number): void {
   if (e.scan) onScan(state, e.scan, nowMs, u?.state === 'preparing' ? u.createdAtMs : -Infinity);
   if (u?.state !== 'preparing') return;
   // A merge preparation may cover only the start of its range (a batch bounded by the
-  // fleet's memory, issue 8): the rest stays backlog, for a follower or the next unit.
+  // fleet's memory): the rest stays backlog, for a follower or the next unit.
   // Or more than its range: what was sealed between the decision and its start
   // (activities/prepare-merge.ts). No unit of the shard starts after one still preparing
   // (a follower waits for its head to be prepared), so nothing overlaps; and only up to
@@ -140,7 +140,7 @@ function backOff(state: TableState, u: Unit, nowMs: number, error: string): void
 }
 
 /**
- * Issue 8: no worker had the headroom to take the holder's commit. It never started,
+ * No worker had the headroom to take the holder's commit. It never started,
  * so the turn goes back at once (another unit, maybe smaller, may take it) and the
  * unit, with its riders, waits on a durable timer, doubling with every wait in a row,
  * before it may take the turn again. Not a failure: commitAttempts is unchanged.

@@ -28,7 +28,7 @@ export interface PreparingEntry {
   heartbeatAgeSecs?: number | null;
   /** The worker running it (from describe); reservedBytes then is its reservation there (the fleet registry). */
   worker?: string;
-  /** In the task queue, taken by no worker yet: no worker has the headroom for a unit (issue 8). */
+  /** In the task queue, taken by no worker yet: no worker has the headroom for a unit. */
   queued?: boolean;
   /** With `queued`: the headroom a worker needs to take it (a poll claim, the largest unit). */
   waitingForBytes?: number;

@@ -54,8 +54,8 @@ export interface Policy {
   commitRetryBaseSecs: number;
   commitRetryMaxSecs: number;
   /**
-   * A commit no worker has taken after this long (no worker had the memory headroom,
-   * issue 8) gives the turn back and waits min(this * 2^(n-1), max(this,
+   * A commit no worker has taken after this long (no worker had the memory headroom)
+   * gives the turn back and waits min(this * 2^(n-1), max(this,
    * commitRetryMaxSecs)) before it may take the turn again. 0: it waits in the task
    * queue holding the turn. Absent in policies from before it existed.
    */
@@ -113,7 +113,7 @@ interface UnitCommon {
    */
   emptyPrepared?: boolean;
   /**
-   * Issue 8: its commit was not taken by any worker within commitAdmissionWaitSecs
+   * Its commit was not taken by any worker within commitAdmissionWaitSecs
    * (no headroom in the fleet): the bytes its commit reserves, shown while it waits
    * without the turn. Cleared when a commit of it is taken and ends.
    */
@@ -168,7 +168,7 @@ export interface Counters {
    * the first one, and in states from before it existed.
    */
   rejectedSignals?: number;
-  /** Commits that gave the turn back because no worker had the headroom for them (issue 8). */
+  /** Commits that gave the turn back because no worker had the headroom for them. */
   headroomWaits?: number;
 }
 

@@ -51,7 +51,7 @@ export async function settleFileCleanups(): Promise<void> {
 // create in the same directory (the next seal of the shard). A seal then finds its file
 // open instead of waiting for the open behind its encode: 2,500-row seals, side by side
 // in one process, ratio to the raw durable write 0.77-1.05 with, 0.74-0.87 without
-// (bench/README.md, session 29).
+// (bench/README.md).
 // Bounded in number and in idle time: a writer of many shards holds a few descriptors,
 // and a spare is gone long before gc calls an unused temp file a leftover
 // (TEMP_MIN_AGE_MS, 10 minutes).

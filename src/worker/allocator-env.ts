@@ -11,14 +11,14 @@
 //   for the next merge, instead of each large buffer being its own mmap whose munmap
 //   makes every thread of the process flush its TLB. Lance's threads took ~77% of the
 //   worker's page faults during a merge. With a 512 MiB trim threshold: worker CPU -9%,
-//   A -6% (2 x 5 x 100k, 7 interleaved pairs; bench/README.md, session 13), but the
+//   A -6% (2 x 5 x 100k, 7 interleaved pairs; bench/README.md), but the
 //   kept memory raised fleet-memory's peak RSS from ~1.1 to 1.26-1.33 GiB for a 1 GiB
 //   budget (its bound is budget + idle baseline, ~1.4 GiB); with 64 MiB it stayed at
 //   1.11-1.12 GiB, and a C check of malloc + touch + free of 1-31 MiB buffers faults 548
 //   times (561 with 512 MiB, 4,831 with hugetlb alone, 53,159 with nothing).
-// Not `hugetlb=1` (transparent huge pages for malloc), which this list carried from
-// session 11 to 29: it halves the page faults, but each fault then zeroes 2 MiB of
-// memory the VM may never have touched, and on these machines (session 30) touching a
+// Not `hugetlb=1` (transparent huge pages for malloc), which this list used to
+// carry: it halves the page faults, but each fault then zeroes 2 MiB of
+// memory the VM may never have touched, and on these machines touching a
 // fresh 16 MiB buffer took 100-190 ms with it against 13 ms without; a cold merge of
 // 2 x 4 x 150k rows took the worker 1.61 / 1.35 / 1.42 s with it and 1.16 / 0.95 /
 // 1.18 s without (interleaved, bench/README.md). An operator whose hosts do better can

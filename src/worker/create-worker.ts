@@ -26,7 +26,7 @@ export interface WorkerOptions {
   shutdownGraceSecs?: number;
   identity?: string;
   /**
-   * The worker's memory budget (issue 8): activities then reserve bytes and the worker
+   * The worker's memory budget: activities then reserve bytes and the worker
    * polls only with headroom (fleet-memory.ts). Absent: no admission (tests).
    */
   memoryBudgetBytes?: number;
@@ -47,8 +47,8 @@ export interface WorkerOptions {
  * the server hands it to any worker, which then replays the table's history (the SDK's
  * default is 10 s). On a fleet at capacity tasks wait longer than 10 s; each timeout
  * then cost a replay, the replays cost more CPU, and tasks waited longer still: 1,000
- * tables on 2 cores fell minutes behind with ~2,000 such timeouts (bench/README.md,
- * session 20). The price: a task queued for a worker that then dies waits this long
+ * tables on 2 cores fell minutes behind with ~2,000 such timeouts (bench/README.md).
+ * The price: a task queued for a worker that then dies waits this long
  * (once the dead worker has not polled for 10 s, the server sends its tables' tasks to
  * the others at once).
  */
@@ -161,7 +161,7 @@ export async function createWorker(opts: WorkerOptions): Promise<CreatedWorker> 
     // The tuner replaces the slot count (the SDK takes one or the other).
     // The SDK's 10 activity pollers each hold a slot (and a claim), so with 8 slots none
     // is left for eager tasks. Polling with half the slots to make room was measured
-    // (bench/README.md, session 16): a third of the activities came eagerly, but the
+    // (bench/README.md): a third of the activities came eagerly, but the
     // fewer polls left 1,000 tables' start-up snapshots a minute in the queue. Kept.
     ...(memory ? { tuner: memory.tuner } : { maxConcurrentActivityTaskExecutions: slots }),
     shutdownGraceTime: `${opts.shutdownGraceSecs ?? 30} s`,

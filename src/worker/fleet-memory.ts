@@ -6,7 +6,7 @@ import { MemoryLedger } from './memory-ledger';
 import { memoryTuner } from './memory-slots';
 import { liveRecords, RECORD_EVERY_MS, removeRecord, writeRecord, type WorkerRecord } from './registry';
 
-// One worker process's side of admission by reserved bytes (issue 8): its ledger, the
+// One worker process's side of admission by reserved bytes: its ledger, the
 // tuner that polls only with headroom, what its activities reserve through, and its
 // record in the fleet registry (which also tells it the fleet's smallest budget, from
 // which batch and claim sizes follow).

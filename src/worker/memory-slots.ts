@@ -1,7 +1,7 @@
 import type { ActivitySlotInfo, CustomSlotSupplier, SlotPermit, WorkerTuner } from '@temporalio/worker';
 import type { MemoryLedger } from './memory-ledger';
 
-// How a worker stops taking work it has no memory for (invariant 6, issue 8). Before
+// How a worker stops taking work it has no memory for (invariant 6). Before
 // each activity-task poll the SDK asks this supplier for a slot; the slot is granted
 // only with a poll claim of `claimBytes` (the largest reservation any unit can have,
 // see activities/admission.ts) held in the worker's ledger. So a worker polls only

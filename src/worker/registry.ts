@@ -5,7 +5,7 @@ import { storageAt } from '../storage/open-storage';
 import { pidAlive } from '../storage/pid-alive.mjs';
 import type { Holding } from './memory-ledger';
 
-// Which workers are alive, and what each holds (issue 8, `turnstile workers`). Every
+// Which workers are alive, and what each holds (`turnstile workers`). Every
 // worker rewrites its record under `<data root>/_workers/` every RECORD_EVERY_MS; the
 // storage root is already what every worker of a fleet shares. A record counts as live
 // while it is fresh (a worker killed with kill -9 stops refreshing it) and, on this

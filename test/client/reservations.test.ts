@@ -8,7 +8,7 @@ import type { StatusView } from '../../workflows/messages';
 import type { WorkerRecord } from '../../src/worker/registry';
 import { formatWorkers, workerRows } from '../../src/cli/workers-command';
 
-// Issue 8, point 5: status shows each preparing unit's reservation and worker, or that it
+// Status shows each preparing unit's reservation and worker, or that it
 // waits in the task queue for headroom; `workers` lists what each worker holds.
 
 const MiB = 2 ** 20;

@@ -151,10 +151,10 @@ describe.skipIf('skip' in pg)('a 2-node Temporal cluster on PostgreSQL under loa
 
   // A workflow task that fails with nondeterminism is retried, and a retry on a worker
   // that replays the run whole may pass: the faults above then pass too, and only the
-  // workers' logs tell. Sessions 22-24 found some so (workers catching up stale cached
-  // runs, now replayed from history instead: workflows/stale-cache-guard.ts), session 27's
-  // CI one more (a query that raced a demand signal; refused by the same guard since); this
-  // keeps any such failure from hiding.
+  // workers' logs tell. Such failures came from workers catching up stale cached runs
+  // (now replayed from history instead: workflows/stale-cache-guard.ts) and from a query
+  // that raced a demand signal (refused by the same guard); this keeps any such failure
+  // from hiding.
   test('e. no worker failed a workflow task with nondeterminism through the faults', () => {
     const logs = fs.readdirSync(path.join(dir, 'logs')).filter((f) => /^worker\d+\.log$/.test(f));
     expect(logs.length).toBe(2);

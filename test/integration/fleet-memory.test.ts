@@ -14,7 +14,7 @@ import { expectRowsExactly } from '../support/expect-exact';
 import { newestPerKey } from '../support/lance-read';
 import { withWorkerMalloc } from '../../src/worker/allocator-env';
 
-// Issue 8, point 6: admission by reserved bytes with real processes. Two `turnstile
+// Admission by reserved bytes with real processes. Two `turnstile
 // worker` processes with TURNSTILE_WORKER_MEMORY=1GiB merge 20 tables whose merge units
 // reserve ~400 MiB each (34 MiB of generations, x10 + 64 MiB for the commit). Each
 // worker's peak RSS (VmHWM, which the kernel tracks itself) must stay within its budget

@@ -15,7 +15,7 @@ import { eventually, startHarness, uniqueName, type Harness } from '../support/h
 import { Load } from '../support/load';
 import { recordHistory } from '../support/record-history';
 
-// Issue 11, hostile and buggy clients, on the real server: a table's update slots cannot
+// Hostile and buggy clients, on the real server: a table's update slots cannot
 // be held by anyone, every wait is answered within its bound, and a signal that makes no
 // sense for the table is dropped and counted instead of acted on.
 
@@ -185,7 +185,7 @@ test('50 waiters in 10 processes and 10 hostile never-satisfied updates do not t
   );
 });
 
-// The issue asks for 20,000 signals: BURST_N=20000 runs that (README "Hostile and buggy
+// The full burst is 20,000 signals: BURST_N=20000 runs that (README "Hostile and buggy
 // clients"); the suite sends 4,000, about 20 s. The table runs with its default
 // continue-as-new bound (2,000 events), so the burst crosses runs as it would in use.
 test('a burst of demand signals (duplicated, out of order, stale revisions) leaves the watermarks exact, through continue-as-new', async () => {

@@ -99,9 +99,9 @@ test('guarded (the table workflow\'s interceptor): the raced query fails, the co
 // The other side of the guard: what it must not refuse. A query the server sends to the
 // worker's sticky queue comes with no history at all (matching's getHistoryForQueryTask),
 // so it follows the copy's last live task with nothing in between: exactly the shape of a
-// tail (a live activation of events, then a query task, the history no longer). Session
-// 30 tried a rule by history length for tails at a later time and it refused this query:
-// 937 of 1,000 tables in a many-tables start failed one and were evicted.
+// tail (a live activation of events, then a query task, the history no longer). A rule
+// by history length for tails at a later time refuses this query: under one, 937 of 1,000
+// tables in a many-tables start failed one and were evicted.
 test('a query on the sticky queue right after a live task of a signal is answered, by the copy that ran it', async () => {
   const bundle = await probeBundle(true);
   const taskQueue = uniqueName('tq-sticky-query');

@@ -15,9 +15,9 @@ import { finish, ping, poke, type mergeProbe } from '../support/fixtures/merge-p
 // merges two tasks on replay (a task with no command, after a stretch with none, followed at
 // once by the next task's scheduling: its "workflow task heartbeat" rule) is what an update
 // arriving while a task runs looks like; sdk-core keeps those apart by the update's
-// sequencing event (history_update.rs). Session 28 suspected this rule of a CI failure; this
-// checks, against the real server, that the update's case replays as it ran, and that the
-// scan of test/support/replay-merges.ts agrees.
+// sequencing event (history_update.rs). A merge there would make a replay decide
+// differently; this checks, against the real server, that the update's case replays as it
+// ran, and that the scan of test/support/replay-merges.ts agrees.
 
 let client: Client;
 let connection: NativeConnection;

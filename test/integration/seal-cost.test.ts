@@ -76,7 +76,7 @@ test('small seals merge directly and upsert no search attributes; a direct turn 
   expect(versionUpserts).toEqual([]);
   // One steady seal, signal to signal: the signal, two workflow tasks (3 each), the
   // commit (scheduled, started, completed) and the timer moved once to the next snapshot
-  // (canceled, started). 16 before session 9: two upserts and a second timer move.
+  // (canceled, started): 12 (16 with two upserts and a second timer move).
   const signals = await historyEvents(handle, 'WORKFLOW_EXECUTION_SIGNALED');
   expect(signals.length).toBe(4);
   expect(Number(signals[3]!.eventId) - Number(signals[2]!.eventId)).toBe(12);

@@ -11,8 +11,8 @@ import { STALE_CACHE } from '../../workflows/stale-cache-guard';
 // Two workers on one task queue, and the table's sticky queue reset every few
 // milliseconds: its workflow tasks land on either worker, so each keeps finding its
 // cached copy of the run stale (the other ran tasks since). A copy that caught up on the
-// missed tasks from its cache failed with nondeterminism now and then (cluster faults,
-// sessions 22-24; here once in ~20 runs under load); workflows/stale-cache-guard.ts
+// missed tasks from its cache failed with nondeterminism now and then (cluster faults;
+// here once in ~20 runs under load); workflows/stale-cache-guard.ts
 // makes such a copy replay the run from its history instead. Short runs (continue-as-new
 // every 40 events) put many run starts, where the failures were seen, in the window.
 

@@ -3,7 +3,7 @@ import { checkAwaitMerged, checkSignal } from '../../src/message-check';
 import { step } from '../../src/policy';
 import { demand, quietTable } from './helpers';
 
-// The table checks of issue 11 (src/policy/admit.ts through src/message-check.ts): each
+// The table checks (src/policy/admit.ts through src/message-check.ts): each
 // refusal names what is wrong and what is accepted, on one line.
 
 const table = () => step(quietTable(), demand('s0', 3), 1000).state;

@@ -9,7 +9,7 @@ import { awaitMergedSchema, bumpSchema, demandSchema, demandsSchema, pauseSchema
 import { checkContract, checkOneHolder, checkStable, ensure, isJson } from './invariants';
 import { committed, prepared, quietTable, yieldToRunner } from './helpers';
 
-// Issue 11, "fuzzing": what a buggy or hostile client can put on the wire is any JSON
+// Fuzzing: what a buggy or hostile client can put on the wire is any JSON
 // value, not a well-typed event. Everything a payload passes through before it reaches
 // the core (the wire schemas, the table checks, the policy override) must take any value
 // without throwing (a throw in a signal handler fails the workflow task again and again),

@@ -4,7 +4,7 @@ import { statusView, step, stepAll } from '../../src/policy';
 import type { PolicyEvent, TableState } from '../../src/policy/types';
 import { commits, Driver, demand, prepared, quietTable } from './helpers';
 
-// Issue 8, "never holds the turn while waiting": a commit no worker takes (no memory
+// Never holds the turn while waiting: a commit no worker takes (no memory
 // headroom in the fleet) comes back as `noHeadroom`; the core frees the turn at once
 // and the unit waits on a durable, doubling timer. Properties: the turn is never held
 // by a unit that waits for headroom, its waits never shrink to a busy retry, and once

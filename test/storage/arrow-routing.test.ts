@@ -50,7 +50,7 @@ describe('routing', () => {
     }
   });
   it('owns every kind of key as it always has (pinned: sealed data depends on it)', () => {
-    // Owners computed by the router of session 12 (commit a12734c); any change here moves
+    // Owners computed by the router as of commit a12734c; any change here moves
     // keys of existing tables to other shards.
     const keys: (number | string | bigint)[] = [0, 1, 2, 7, 42, -1, -42, 999_999, 2147483647, -2147483648, 2147483648, 4294967296, 9007199254740991, -9007199254740991, 12345678901234567890n, -9223372036854775808n, 'a', 'key-17', 'ümlaut', '', 'x'.repeat(100)];
     const pinned: [string[], string][] = [

@@ -36,9 +36,9 @@ const COMMAND_EVENTS = new Set([
  * later task's completion was sequenced before that later task (then the split goes back
  * to the last task started before the update's sequencing event). The live run decided
  * on each task apart and the table workflow decides once per activation
- * (workflows/activation.ts), so a replay that merged two could decide differently. Session
- * 28 suspected this of a CI failure; the scan finds no such task in any recorded run (the
- * update rule keeps apart the tasks an update schedules at once), so it stays a check.
+ * (workflows/activation.ts), so a replay that merged two could decide differently. The
+ * scan finds no such task in any recorded run (the update rule keeps apart the tasks an
+ * update schedules at once), so it stays a check.
  */
 export function tasksMergedOnReplay(history: History): number[] {
   const events = history.events ?? [];

@@ -18,8 +18,8 @@ const ctx = { slotType: 'activity' as const, taskQueue: 'q', workerIdentity: 'w'
 
 describe('memory ledger and slot supplier', () => {
   it('a worker of any budget holds two poll claims at once beside its prepared cache', async () => {
-    // One poll at a time per worker made 1,000 tables fall behind (bench/README.md,
-    // session 15): the claim was half the budget, but units share the budget less the cache.
+    // One poll at a time per worker made 1,000 tables fall behind (bench/README.md):
+    // the claim was half the budget, but units share the budget less the cache.
     // Two claims always fit; a large budget holds one per activity slot, each of a unit of at least 1 GiB.
     fc.assert(
       fc.property(fc.integer({ min: 64 * 2 ** 20, max: 2 ** 40 }), (budget) => {

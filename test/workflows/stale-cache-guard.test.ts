@@ -31,7 +31,7 @@ describe('staleCopyGuard', () => {
     expect(() => guard(act(true, signal), 0)).toThrow(STALE_CACHE);
   });
 
-  test('a copy built to answer a query, replaying again later, is refused too (session 25)', () => {
+  test('a copy built to answer a query, replaying again later, is refused too', () => {
     const guard = staleCopyGuard();
     guard(act(true, signal), 0);
     guard(act(true, signal), 0);
