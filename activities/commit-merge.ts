@@ -2,7 +2,7 @@ import { arrow, CorruptArrowFileError, readIpcFile, readIpcFileBytes, type Arrow
 import { conditionalUpsert, openLanceTable, openOrCreateLanceTable } from '../src/storage/lance-table';
 import { readSealed } from '../src/storage/generation-store';
 import { readTableMeta } from '../src/storage/table-meta';
-import { commitReservation, withReservation } from './admission';
+import { commitReservation, withReservation } from './memory-reservations';
 import type { CommitMergeInput, CommitResult, PreparedMerge } from './contract';
 import { mergeDeadlineMs } from './deadlines';
 import type { ActivityDeps } from './deps';

@@ -1,15 +1,15 @@
 // The activity contract between the table workflow and the workers. Workflows import
 // this file only as `import type`; inputs and results are plain JSON (< 512 KiB).
-// What a preparation hands to its commit lives below, in src/unit-results.ts (the core
+// What a preparation hands to its commit lives below, in src/policy/unit-results.ts (the core
 // carries it in its units); the table's own records in src/storage.
 
 import type { IndexSpec } from '../src/storage/table-meta';
-import type { PreparedMerge } from '../src/unit-results';
+import type { PreparedMerge } from '../src/policy/unit-results';
 import type { SnapshotResult } from '../src/storage/generation-store';
 
 export type { IndexSpec } from '../src/storage/table-meta';
 export type { SnapshotResult } from '../src/storage/generation-store';
-export type { GcPlan, IndexPlan, OptimizePlan, PreparedMerge, PrepareTimings } from '../src/unit-results';
+export type { GcPlan, IndexPlan, OptimizePlan, PreparedMerge, PrepareTimings } from '../src/policy/unit-results';
 
 /** Progress details sent as heartbeats; the workflow sees the last one on a timeout. */
 export type Progress =

@@ -1,4 +1,4 @@
-import type { AdmissionDeps } from './admission';
+import type { AdmissionDeps } from './memory-reservations';
 import type { DedupThreads } from './dedup-threads';
 import type { OneAtATime } from './one-at-a-time';
 import type { PreparedCache } from './prepared-cache';
@@ -46,6 +46,6 @@ export interface ActivityDeps {
   dedupThreads?: DedupThreads;
   /** How many dedup threads the process's pool has when this makes it (default: cores - 1, at most 4; none on two cores or fewer); 0 runs preparations on the worker's own thread. */
   dedupThreadCount?: number;
-  /** Admission by reserved bytes (activities/admission.ts); absent: activities run unreserved (tests). */
+  /** Admission by reserved bytes (activities/memory-reservations.ts); absent: activities run unreserved (tests). */
   admission?: AdmissionDeps;
 }

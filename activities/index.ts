@@ -1,4 +1,4 @@
-import { FIXED_RESERVATIONS, SMALL_BYTES, withReservation } from './admission';
+import { FIXED_RESERVATIONS, SMALL_BYTES, withReservation } from './memory-reservations';
 import { makeCommitMerge } from './commit-merge';
 import { makeCommitOptimize } from './commit-optimize';
 import type { ActivityDeps } from './deps';

@@ -7,7 +7,7 @@
 // and each partition is then deduplicated on its own in a small table. Keys are read as
 // two Int32 halves straight from the column's buffer, so nothing is allocated per row.
 
-import { fmix32 as importedFmix32 } from '../src/hash32';
+import { fmix32 as importedFmix32 } from '../src/util/hash32';
 
 // Bound once: through tsx or esbuild's CommonJS output every call of an imported
 // function is a getter call first (src/storage/routing.ts measured it).

@@ -1,6 +1,6 @@
 import type { Context } from '@temporalio/activity';
 import type { MetricHistogram, MetricMeter } from '@temporalio/common';
-import { METRICS } from '../src/metric-names';
+import { METRICS } from '../src/worker/metric-names';
 
 // Preparation and commit phase durations (turnstile_phase_seconds{phase}): the progress
 // reporter marks each phase change (activities/progress.ts) and the activity interceptor

@@ -1,7 +1,7 @@
 import { arrow, type ArrowTable, type RecordBatch, type Schema, type Vector } from '../src/storage/arrow';
 import { takeRows } from './take-rows';
 import { PartitionedIntKeys } from './int-key-table';
-import { yieldToEventLoop } from '../src/event-loop';
+import { yieldToEventLoop } from '../src/util/event-loop';
 import type { Alloc } from '../src/storage/scratch';
 
 // Deduplication for a merge: feed tables in seq order; for every key the row fed last

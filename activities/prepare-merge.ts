@@ -7,7 +7,7 @@ import { readGcFloor } from '../src/storage/gc-floor';
 import { generationFile, parsePreparedName, preparedFile, tableLayout, type TableLayout } from '../src/storage/layout';
 import { storageOf } from '../src/storage/open-storage';
 import { readTableMeta } from '../src/storage/table-meta';
-import { boundMergeRange, holdingWhileWaiting, prepareReservation, withReservation } from './admission';
+import { boundMergeRange, holdingWhileWaiting, prepareReservation, withReservation } from './memory-reservations';
 import type { PrepareMergeInput, PrepareMergeResult, PreparedMerge, PrepareTimings, Progress } from './contract';
 import type { ActivityDeps } from './deps';
 import type { DedupReply } from './dedup-protocol';

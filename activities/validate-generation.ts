@@ -1,5 +1,5 @@
 import { arrow, type ArrowTable, type Schema } from '../src/storage/arrow';
-import { SEQ_COLUMN } from '../src/names';
+import { SEQ_COLUMN } from '../src/messages/names';
 
 // What a generation file must look like to be merged. A failure here is a property of
 // the file, not of the attempt, so callers fail non-retryably naming the file.

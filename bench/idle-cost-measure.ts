@@ -4,7 +4,7 @@ import { connectClient } from '../src/client/connect';
 import { TableClient } from '../src/client/table-client';
 import { workflowArgsFor } from '../src/client/table-writer';
 import type { PolicyOverride } from '../src/config/policy-schema';
-import { shardNames, workflowIdForTable } from '../src/names';
+import { shardNames, workflowIdForTable } from '../src/messages/names';
 import { createTableMeta } from '../src/storage/generation-store';
 import { createWorker } from '../src/worker/create-worker';
 

@@ -19,7 +19,7 @@ import { MergeWaiter } from '../src/client/merge-waiter';
 import { TableClient } from '../src/client/table-client';
 import type { StatusView } from '../workflows/messages';
 import { TableWriter, workflowArgsFor } from '../src/client/table-writer';
-import { workflowIdForTable } from '../src/names';
+import { workflowIdForTable } from '../src/messages/names';
 import { createTableMeta } from '../src/storage/generation-store';
 import { generateRows } from '../src/writer';
 import { activityRunsOf } from '../test/support/history';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities } from '../activities';
 import type { PreparedMerge } from '../activities/contract';
-import { shardNames } from '../src/names';
+import { shardNames } from '../src/messages/names';
 import { createTableMeta, sealGeneration } from '../src/storage/generation-store';
 import { generationFile, tableLayout } from '../src/storage/layout';
 import { generateRows } from '../src/writer';

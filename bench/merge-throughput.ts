@@ -21,7 +21,7 @@ import { connectClient } from '../src/client/connect';
 import { MergeWaiter } from '../src/client/merge-waiter';
 import { TableClient } from '../src/client/table-client';
 import { TableWriter, workflowArgsFor } from '../src/client/table-writer';
-import { shardNames, workflowIdForTable } from '../src/names';
+import { shardNames, workflowIdForTable } from '../src/messages/names';
 import type { ArrowTable } from '../src/storage/arrow';
 import { createTableMeta } from '../src/storage/generation-store';
 import { joinLoc } from '../src/storage/location';

@@ -2,7 +2,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { CommitResult, PreparedMerge } from '../activities/contract';
 import { activityRunsOf, ms, type ActivityRun, type History } from '../test/support/history';
-import type { Demand } from '../src/wire';
+import type { Demand } from '../src/messages/payload-schemas';
 
 // Where a table's time went, from its workflow history alone (plus the seal times the
 // writer measured): every number below is an interval between two recorded events or a

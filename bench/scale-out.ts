@@ -16,7 +16,7 @@ import { connectClient } from '../src/client/connect';
 import { MergeWaiter } from '../src/client/merge-waiter';
 import { TableClient } from '../src/client/table-client';
 import { workflowArgsFor } from '../src/client/table-writer';
-import { shardNames } from '../src/names';
+import { shardNames } from '../src/messages/names';
 import { createTableMeta, sealGeneration } from '../src/storage/generation-store';
 import { generateRows } from '../src/writer';
 import { benchServer, cpuSeconds, startWorkerProcess, stopProcess } from './support';

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import path from 'node:path';
-import { PROJECT_ROOT } from '../src/paths';
+import { PROJECT_ROOT } from '../src/util/project-paths';
 import { startDevServer, type DevServer } from '../src/server/dev-server';
 import { startOwnSeaweedfs, type Seaweed } from '../src/server/seaweedfs';
 import { withWorkerMalloc } from '../src/worker/allocator-env';

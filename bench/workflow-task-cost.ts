@@ -8,7 +8,7 @@ import { connectClient } from '../src/client/connect';
 import { TableClient } from '../src/client/table-client';
 import { workflowArgsFor } from '../src/client/table-writer';
 import type { TableWorkflowArgs } from '../workflows';
-import { shardNames } from '../src/names';
+import { shardNames } from '../src/messages/names';
 import { createTableMeta } from '../src/storage/generation-store';
 import { benchServer, cpuSeconds, startWorkerProcess, stopProcess } from './support';
 import { stat, workflowTaskLatencies } from './phases';

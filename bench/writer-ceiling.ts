@@ -19,7 +19,7 @@ import { parseArgs } from 'node:util';
 import { connectClient } from '../src/client/connect';
 import { TableClient } from '../src/client/table-client';
 import { TableWriter, workflowArgsFor } from '../src/client/table-writer';
-import { workflowIdForTable } from '../src/names';
+import { workflowIdForTable } from '../src/messages/names';
 import { arrow, type ArrowTable } from '../src/storage/arrow';
 import { fsyncDir } from '../src/storage/atomic-file';
 import { createTableMeta } from '../src/storage/generation-store';

@@ -1,5 +1,5 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { AwaitMergedRequest, AwaitMergedResult, BumpRequest, Demand, PauseRequest } from '../src/wire';
+import type { AwaitMergedRequest, AwaitMergedResult, BumpRequest, Demand, PauseRequest } from '../src/messages/payload-schemas';
 import type { PolicyOverride } from '../src/config/policy-schema';
 import type { DrainEstimate, Grant, statusView } from '../src/policy';
 import type { Policy } from '../src/policy/types';

@@ -2,7 +2,7 @@ import { metricMeter } from '@temporalio/workflow';
 import { backlogOf } from '../src/policy';
 import type { DrainEstimate } from '../src/policy';
 import type { Counters, Decision, Kind, TableState } from '../src/policy/types';
-import { METRICS } from '../src/metric-names';
+import { METRICS } from '../src/worker/metric-names';
 
 // The table's Prometheus metrics, from the workflow's own metric meter: the SDK emits
 // nothing while replaying, so a worker that picks a table up after a restart does not

@@ -3,7 +3,7 @@ import { ActivityFailure, ApplicationFailure, proxyActivities, TimeoutFailure } 
 import type { createActivities } from '../activities';
 import type { CommitResult, PreparedMerge } from '../activities/contract';
 import type { PolicyEvent, TableState, Unit } from '../src/policy/types';
-import { commitReservation, FIXED_RESERVATIONS } from '../src/reservation-sizes';
+import { commitReservation, FIXED_RESERVATIONS } from '../src/worker/reservation-sizes';
 
 // Carries out the core's `prepare` and `commit` decisions: picks the activity of the
 // unit's kind, sets its timeouts from the policy, and turns its outcome back into an
@@ -68,7 +68,7 @@ function admissionWait(st: TableState): { scheduleToStartTimeout?: string; prior
   return { scheduleToStartTimeout: `${secs} s`, priority: { priorityKey: COMMIT_PRIORITY } };
 }
 
-/** What the commit reserves of a worker's budget (src/reservation-sizes.ts), for "waiting for N MiB of headroom". */
+/** What the commit reserves of a worker's budget (src/worker/reservation-sizes.ts), for "waiting for N MiB of headroom". */
 export function commitBytes(unit: Unit, riders: Unit[] = []): number {
   switch (unit.kind) {
     case 'merge':

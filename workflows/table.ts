@@ -26,7 +26,7 @@ import {
   type RateSample,
 } from '../src/policy';
 import type { Decision, PolicyEvent, TableState } from '../src/policy/types';
-import { checkAwaitMerged, checkSignal, type SignalName } from '../src/message-check';
+import { checkAwaitMerged, checkSignal, type SignalName } from '../src/messages/message-check';
 import * as msg from './messages';
 import { commitUnit, prepareUnit, runSnapshot } from './run-unit';
 import { Alarm } from './alarm';
@@ -129,7 +129,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   const now = () => Date.now();
 
   // ---- handlers: validate, then queue an event; never throw into the workflow task ----
-  // Each signal is checked for shape and against the table (src/message-check.ts); what
+  // Each signal is checked for shape and against the table (src/messages/message-check.ts); what
   // fails is dropped, logged and counted (status: counters.rejectedSignals).
   const onSignal = (name: SignalName) => (raw: unknown) => {
     const r = checkSignal(st, name, raw, now(), { pending: inbox });

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { PROJECT_ROOT } from '../paths';
+import { PROJECT_ROOT } from '../util/project-paths';
 import type { Binaries } from '../cluster/cluster';
 import type { ClusterTlsFiles } from '../cluster/state';
 import { int, str, UsageError, type Parsed } from './args';

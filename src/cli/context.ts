@@ -4,7 +4,7 @@ import { loadConfig, type Config } from '../config/config-schema';
 import type { TableClient } from '../client/table-client';
 import { ReadClient } from '../client/read-client';
 import { connectionSecurity } from '../client/connection-security';
-import { MAX_PAYLOAD_BYTES, payloadProblem } from '../payload-limit';
+import { MAX_PAYLOAD_BYTES, payloadProblem } from '../messages/payload-limit';
 import { UsageError } from './args';
 import { isS3, parseS3, resolveLoc } from '../storage/location';
 

@@ -2,7 +2,7 @@ import * as lancedb from '@lancedb/lancedb';
 import type { Config } from '../config/config-schema';
 import { createTableMeta, readTableMeta, TableExistsError } from '../storage/generation-store';
 import { lanceConnectOptions } from '../storage/lance-table';
-import { shardNames } from '../names';
+import { shardNames } from '../messages/names';
 import { generateRows } from '../writer';
 import { connectClient } from '../client/connect';
 import { TableClient } from '../client/table-client';

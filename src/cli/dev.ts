@@ -5,7 +5,7 @@ import { startOwnSeaweedfs, type Seaweed } from '../server/seaweedfs';
 import { createWorker } from '../worker/create-worker';
 import { defaultBudgetBytes } from '../worker/fleet-memory';
 import { formatBytes } from '../config/bytes';
-import { PROJECT_ROOT } from '../paths';
+import { PROJECT_ROOT } from '../util/project-paths';
 import { int, str, UsageError, type Parsed } from './args';
 import { readCheckedConfig } from './context';
 import { runDemo } from './demo';

@@ -1,5 +1,5 @@
 import { KINDS, type Kind } from '../policy/types';
-import { validateTableName } from '../names';
+import { validateTableName } from '../messages/names';
 import { int, positional, required, str, UsageError, type Parsed } from './args';
 import { readClient, readConfig, readJsonFile, tableClient } from './context';
 import { readStatus } from '../client/read-status';

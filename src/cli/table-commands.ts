@@ -1,7 +1,7 @@
 import { createTableMeta, listTables, readTableMeta } from '../storage/generation-store';
 import type { IndexSpec } from '../../activities/contract';
 import { applyOverride, defaultPolicy, type PolicyOverride } from '../config/policy-schema';
-import { shardNames, validateColumnName, validateTableName } from '../names';
+import { shardNames, validateColumnName, validateTableName } from '../messages/names';
 import { workflowArgsFor } from '../client/table-writer';
 import { int, positional, required, str, UsageError, type Parsed } from './args';
 import { readCheckedConfig, readJsonFile } from './context';

@@ -1,5 +1,5 @@
-import type { Demand } from '../wire';
-import { yieldToEventLoop } from '../event-loop';
+import type { Demand } from '../messages/payload-schemas';
+import { yieldToEventLoop } from '../util/event-loop';
 
 // Sends a writer's demand to its table without making seals wait for it. A seal is
 // durable once sealGeneration returns; the demand only tells the table sooner than its

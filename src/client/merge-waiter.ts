@@ -1,7 +1,7 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { workflowIdForTable } from '../names';
-import { formatZodError } from '../zod-format';
-import { awaitMergedSchema, type AwaitMergedResult } from '../wire';
+import { workflowIdForTable } from '../messages/names';
+import { formatZodError } from '../util/zod-format';
+import { awaitMergedSchema, type AwaitMergedResult } from '../messages/payload-schemas';
 import * as msg from '../../workflows/messages';
 import { retryWhileBusy } from './busy-retry';
 import { RequestRefusedError } from './refused';

@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { decodePendingActivities, decodePollers, decodeQueryResponse, decodeWorkflowTaskQueue, encodeDescribeRequest, encodeDescribeTaskQueueRequest, encodeQueryRequest, type WirePayload, type WirePoller } from './proto-wire';
+import { decodePendingActivities, decodePollers, decodeQueryResponse, decodeWorkflowTaskQueue, encodeDescribeRequest, encodeDescribeTaskQueueRequest, encodeQueryRequest, type WirePayload, type WirePoller } from './temporal-api-codec';
 import type { PendingActivity } from './preparation-progress';
 import { connectionSecurity, type ConnectionSecurity } from './connection-security';
 

@@ -1,4 +1,4 @@
-import { workflowIdForTable } from '../names';
+import { workflowIdForTable } from '../messages/names';
 import type { StatusView, state } from '../../workflows/messages';
 import { withPreparationProgress } from './preparation-progress';
 import type { ReadClient } from './read-client';

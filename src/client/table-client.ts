@@ -3,17 +3,17 @@ import type { SignalDefinition } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { optionalTsToMs } from '@temporalio/common/lib/time';
 import type { z } from 'zod';
-import { workflowIdForTable } from '../names';
-import { formatZodError } from '../zod-format';
-import { bumpSchema, demandSchema, demandsSchema, pauseSchema, type BumpRequest, type Demand, type PauseRequest } from '../wire';
+import { workflowIdForTable } from '../messages/names';
+import { formatZodError } from '../util/zod-format';
+import { bumpSchema, demandSchema, demandsSchema, pauseSchema, type BumpRequest, type Demand, type PauseRequest } from '../messages/payload-schemas';
 import { applyOverride, defaultPolicy, type PolicyOverride } from '../config/policy-schema';
 import * as msg from '../../workflows/messages';
 import { TurnstileBacklog, TurnstileWritePressure } from '../../workflows/search-attributes';
 import type { StatusView } from '../../workflows/messages';
 import { tableWorkflow, type TableWorkflowArgs } from '../../workflows';
 import type { Policy } from '../policy/types';
-import { refuseBump, refusePause, refuseResume } from '../policy/admit';
-import { payloadProblem } from '../payload-limit';
+import { refuseBump, refusePause, refuseResume } from '../policy/request-checks';
+import { payloadProblem } from '../messages/payload-limit';
 import { noLiveWorker, retryQuery, retryWhileBusy } from './busy-retry';
 import { RequestRefusedError } from './refused';
 import { factsOfView } from './view-facts';
@@ -29,7 +29,7 @@ function check<T>(r: z.SafeParseReturnType<unknown, T>, what: string, raw: unkno
   throw new RequestRefusedError(`${what}: ${formatZodError(r.error)}`);
 }
 
-/** A refusal by the table checks (src/policy/admit.ts) as an error. */
+/** A refusal by the table checks (src/policy/request-checks.ts) as an error. */
 function refuse(why: string | null, what: string): void {
   if (why !== null) throw new RequestRefusedError(`${what}: ${why}`);
 }

@@ -1,8 +1,8 @@
-import type { TableFacts } from '../policy/admit';
+import type { TableFacts } from '../policy/request-checks';
 import type { StatusView } from '../../workflows/messages';
 
 /**
- * The table checks' facts (src/policy/admit.ts) from the `state` query's view, so a
+ * The table checks' facts (src/policy/request-checks.ts) from the `state` query's view, so a
  * client judges a request the way the workflow will. Unit ids are those the view shows:
  * the turn and its riders, preparing and queued units.
  */

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { freePort, DEV_DYNAMIC_CONFIG } from '../server/dev-server';
-import { PROJECT_ROOT } from '../paths';
+import { PROJECT_ROOT } from '../util/project-paths';
 import { NODE_PORT_NAMES, renderDynamicConfig, renderNodeConfig, type NodePorts } from './node-config';
 import { checkPostgresInstalled, initPostgres, postgresSpec, waitForPostgres } from './postgres';
 import { alive, spawnDetached, stopPid, type SpawnSpec } from './processes';

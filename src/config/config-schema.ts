@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { policySchema } from './policy-schema';
-import { DEFAULT_ACTIVITY_SLOTS } from '../reservation-sizes';
-import { formatZodError } from '../zod-format';
+import { DEFAULT_ACTIVITY_SLOTS } from '../worker/reservation-sizes';
+import { formatZodError } from '../util/zod-format';
 import { BYTE_SIZE_FORM, parseByteSize } from './bytes';
 import type { Policy } from '../policy/types';
 

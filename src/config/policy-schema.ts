@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Policy } from '../policy/types';
-import { formatZodError } from '../zod-format';
+import { formatZodError } from '../util/zod-format';
 
 // The per-table policy: one zod schema, defaults for every key. Pure (no I/O), so the
 // workflow's update validator uses the same schema as the CLI and the config loader.

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { policySchema } from '../config/policy-schema';
-import { formatZodError } from '../zod-format';
+import { formatZodError } from '../util/zod-format';
 import type { RateSample } from './drain-eta';
 import type { Grant } from './grants';
 import { marks } from './initial';
@@ -59,7 +59,7 @@ const shard = z.object({
   sealedBytes: count.optional(),
 });
 
-// What preparations hand to commits (src/unit-results.ts): produced and read by the
+// What preparations hand to commits (src/policy/unit-results.ts): produced and read by the
 // activities, carried by the core without reading; unknown keys are kept.
 const preparedMerge = z
   .object({

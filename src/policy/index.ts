@@ -24,7 +24,7 @@ export { foldDemand, foldSnapshot } from './fold';
 export { nextWakeAt } from './wake';
 export { justGrantedDirect } from './brief-turn';
 export { NEVER } from './time';
-export { factsOf, seqHorizon, refuseDemand, refuseAwaitMerged, refuseBump, refusePause, refuseResume, type TableFacts } from './admit';
+export { factsOf, seqHorizon, refuseDemand, refuseAwaitMerged, refuseBump, refusePause, refuseResume, type TableFacts } from './request-checks';
 export { rateSample, addRateSample, estimateDrain, formatDrain, DRAIN_WINDOW_MS, DRAIN_SAMPLE_EVERY_MS, type RateSample, type DrainEstimate, type DrainState } from './drain-eta';
 export { canonicalOrder } from './batch-order';
 export { recordGrants, MAX_GRANTS, type Grant } from './grants';

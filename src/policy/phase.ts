@@ -1,4 +1,4 @@
-import { fmix32, fnv, FNV_OFFSET } from '../hash32';
+import { fmix32, fnv, FNV_OFFSET } from '../util/hash32';
 import { NEVER } from './time';
 
 /**

@@ -2,7 +2,7 @@
 // the table workflow carries it across continue-as-new, and the simulator and the
 // property tests build it without Temporal.
 
-import type { GcPlan, IndexPlan, OptimizePlan, PreparedMerge } from '../unit-results';
+import type { GcPlan, IndexPlan, OptimizePlan, PreparedMerge } from './unit-results';
 
 export const KINDS = ['merge', 'optimize', 'index', 'gc'] as const;
 export type Kind = (typeof KINDS)[number];

@@ -6,7 +6,7 @@ import { Connection } from '@temporalio/client';
 import { registerNamespace } from '../cluster/namespace';
 import { renderDynamicConfig } from '../cluster/node-config';
 import { renderUiConfig } from '../cluster/ui-config';
-import { PROJECT_ROOT } from '../paths';
+import { PROJECT_ROOT } from '../util/project-paths';
 import { DEV_FREE_PORT_NAMES, renderDevConfig, type DevPorts } from './dev-config';
 
 // The embedded default: the real Temporal server (go.temporal.io/server/cmd/server, built

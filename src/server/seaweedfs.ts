@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { PROJECT_ROOT } from '../paths';
+import { PROJECT_ROOT } from '../util/project-paths';
 import { ExitedBeforeServingError, freePort, spawnOwned, startAgainIfExited } from './dev-server';
 
 // Starts SeaweedFS (`weed server`, built by scripts/ensure-seaweedfs.mjs) as a local

@@ -1,7 +1,7 @@
 // A seeded PRNG so that a simulation is a pure function of its config: the same seed
 // replays the same run, which is what lets fast-check shrink a failing case.
 
-import { mulberry32, type Rng } from '../mulberry32';
+import { mulberry32, type Rng } from '../util/mulberry32';
 
 export { mulberry32, type Rng };
 

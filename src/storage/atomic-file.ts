@@ -1,7 +1,7 @@
 import fsSync from 'node:fs';
 import fs, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { yieldToEventLoop } from '../event-loop';
+import { yieldToEventLoop } from '../util/event-loop';
 import { finishedBytes, type BytesSource, type PatchedBytes } from './storage';
 import { discardTemp, inBackground, offerSpare, openTemp, tempPathFor, type OpenTemp } from './temp-files';
 

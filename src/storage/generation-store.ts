@@ -1,4 +1,4 @@
-import { SEQ_COLUMN, validateShardName } from '../names';
+import { SEQ_COLUMN, validateShardName } from '../messages/names';
 import { arrow, encodeIpcFilePending, type ArrowTable } from './arrow';
 import { joinLoc } from './location';
 import { storageAt } from './open-storage';

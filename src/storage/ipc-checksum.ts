@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type * as ArrowNs from 'apache-arrow';
-import { YIELD_EVERY_BYTES, yieldToEventLoop } from '../event-loop';
+import { YIELD_EVERY_BYTES, yieldToEventLoop } from '../util/event-loop';
 import { fastHashReady, xxh64Hex, xxh64Stream } from './fast-hash';
 import { joinInto } from './scratch';
 import { finishedBytes, type PatchedBytes } from './storage';

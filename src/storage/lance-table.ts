@@ -1,5 +1,5 @@
 import * as lancedb from '@lancedb/lancedb';
-import { SEQ_COLUMN } from '../names';
+import { SEQ_COLUMN } from '../messages/names';
 import { arrow, type ArrowTable, type Schema } from './arrow';
 import { acceptEncodedIpc, EncodedIpc, encodeForLance } from './lance-ipc-input';
 import { isS3, joinLoc } from './location';

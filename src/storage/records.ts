@@ -1,5 +1,5 @@
 import { arrow, type ArrowTable, type DataType, type Schema, type Vector } from './arrow';
-import { SEQ_COLUMN } from '../names';
+import { SEQ_COLUMN } from '../messages/names';
 import type { Alloc } from './scratch';
 
 // Turning writer input into the one shape the store keeps: an Arrow table whose key

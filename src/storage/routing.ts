@@ -6,7 +6,7 @@
 // hash(shard, key). It does not depend on the order of `shards`, and adding a shard
 // moves only the keys the new shard wins.
 
-import { fmix32 as importedFmix32, fnv, FNV_OFFSET, FNV_PRIME as IMPORTED_FNV_PRIME } from '../hash32';
+import { fmix32 as importedFmix32, fnv, FNV_OFFSET, FNV_PRIME as IMPORTED_FNV_PRIME } from '../util/hash32';
 
 // Bound once here: run through tsx or any esbuild CommonJS output, every use of an
 // imported binding is a getter call on the other module's exports, and in the loop

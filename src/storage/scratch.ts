@@ -5,7 +5,7 @@
 // it was half of a 100k-row seal. A buffer is lent for the length of one callback and
 // must not be kept past it.
 
-import { YIELD_EVERY_BYTES, yieldToEventLoop } from '../event-loop';
+import { YIELD_EVERY_BYTES, yieldToEventLoop } from '../util/event-loop';
 
 /** Buffers kept between uses, at most this many bytes per pool: bounds what a writer process holds on to. */
 const KEEP_BYTES = 64 * 2 ** 20;

@@ -1,5 +1,5 @@
 import { combineOverrides, type PolicyOverride } from '../config/policy-schema';
-import { SEQ_COLUMN, validateColumnName, validateShardName, validateTableName } from '../names';
+import { SEQ_COLUMN, validateColumnName, validateShardName, validateTableName } from '../messages/names';
 import { shardDir, tableLayout } from './layout';
 import { joinLoc } from './location';
 import { storageAt } from './open-storage';

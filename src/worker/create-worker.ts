@@ -3,13 +3,13 @@ import path from 'node:path';
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { activityInterceptors, createActivities, type ActivityDeps } from '../../activities';
 import { dedupThreadsFor, WARM_UP_ROWS } from '../../activities/dedup-threads';
-import { STALE_CACHE_GUARD_PATH, WORKFLOWS_PATH } from '../paths';
+import { STALE_CACHE_GUARD_PATH, WORKFLOWS_PATH } from '../util/project-paths';
 import { installQuietRuntime } from './runtime';
 import { defaultIdentity, fleetMemory, type FleetMemory } from './fleet-memory';
 import { connectionSecurity } from '../client/connection-security';
 import { warmUpMergePath } from './warm-up';
 import { withWorkflowStackTraces } from './workflow-stack-traces';
-import { DEFAULT_ACTIVITY_SLOTS } from '../reservation-sizes';
+import { DEFAULT_ACTIVITY_SLOTS } from './reservation-sizes';
 import { buildIdOf } from './build-id';
 
 // A Turnstile worker: stateless and identical to every other; run as many as needed on

@@ -1,7 +1,7 @@
 import os from 'node:os';
 import type { WorkerTuner } from '@temporalio/worker';
-import { maxUnitBytes, type AdmissionDeps } from '../../activities/admission';
-import { preparedCacheBytes } from '../reservation-sizes';
+import { maxUnitBytes, type AdmissionDeps } from '../../activities/memory-reservations';
+import { preparedCacheBytes } from './reservation-sizes';
 import { MemoryLedger } from './memory-ledger';
 import { memoryTuner } from './memory-slots';
 import { liveRecords, RECORD_EVERY_MS, removeRecord, writeRecord, type WorkerRecord } from './registry';

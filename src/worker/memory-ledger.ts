@@ -1,7 +1,7 @@
-import { admit, emptyLedger, headroomBytes, heldBytes, type AdmissionEvent, type Ledger } from '../policy/admission';
+import { admit, emptyLedger, headroomBytes, heldBytes, type AdmissionEvent, type Ledger } from '../policy/byte-ledger';
 
 // A worker's byte ledger in process memory (invariant 6): the pure ledger of
-// src/policy/admission.ts, with promises for what waits. It lives and dies with the
+// src/policy/byte-ledger.ts, with promises for what waits. It lives and dies with the
 // process, so a worker killed with kill -9 takes its reservations with it and nothing
 // elsewhere has to expire them.
 

@@ -4,7 +4,7 @@ import type { MemoryLedger } from './memory-ledger';
 // How a worker stops taking work it has no memory for (invariant 6). Before
 // each activity-task poll the SDK asks this supplier for a slot; the slot is granted
 // only with a poll claim of `claimBytes` (the largest reservation any unit can have,
-// see activities/admission.ts) held in the worker's ledger. So a worker polls only
+// see activities/memory-reservations.ts) held in the worker's ledger. So a worker polls only
 // while it has headroom for whatever the poll may bring, and the task it gets always
 // fits: the unit converts the claim into its own, smaller, reservation at once. A unit
 // that no worker has headroom for stays in Temporal's task queue, costs nothing while

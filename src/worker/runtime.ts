@@ -1,5 +1,5 @@
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { METRICS, SECONDS_BUCKETS } from '../metric-names';
+import { METRICS, SECONDS_BUCKETS } from './metric-names';
 import { freePort } from '../server/dev-server';
 
 let installed = false;

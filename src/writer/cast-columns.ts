@@ -1,7 +1,7 @@
 import { arrow, type ArrowTable, type DataType, type Field, type Schema } from '../storage/arrow';
 import { cells, tableOf, vectorOf } from '../storage/arrow-columns';
 import { readTableSchema } from '../storage/table-schema';
-import { SEQ_COLUMN } from '../names';
+import { SEQ_COLUMN } from '../messages/names';
 import { RowsRejectedError } from './errors';
 
 // Writers' columns are cast to the table's schema (fixed by its first seal) when no

@@ -1,4 +1,4 @@
-import { mulberry32 } from '../mulberry32';
+import { mulberry32 } from '../util/mulberry32';
 import { shardRouter } from '../storage/routing';
 
 // Deterministic test and demo rows. Keys come from [a, b] and route to `shard`, so a

@@ -5,7 +5,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import type { Info } from '@temporalio/activity';
 import { activityInterceptors, createActivities, type ActivityDeps } from '../../activities';
 import type { IndexSpec, PreparedMerge } from '../../activities/contract';
-import { shardNames } from '../../src/names';
+import { shardNames } from '../../src/messages/names';
 import { createTableMeta, sealGeneration } from '../../src/storage/generation-store';
 import { openLanceTable } from '../../src/storage/lance-table';
 import { generateRows } from '../../src/writer';

@@ -3,8 +3,8 @@ import { OneAtATime } from '../../activities/one-at-a-time';
 import type { FreezePoint } from '../../activities/deps';
 import { makeFixture, sealMany, start, type Fixture } from './helpers';
 import { MemoryLedger } from '../../src/worker/memory-ledger';
-import { SMALL_BYTES } from '../../src/reservation-sizes';
-import type { AdmissionDeps } from '../../activities/admission';
+import { SMALL_BYTES } from '../../src/worker/reservation-sizes';
+import type { AdmissionDeps } from '../../activities/memory-reservations';
 
 const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
 

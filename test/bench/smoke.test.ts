@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { expect, inject, test } from 'vitest';
-import { PROJECT_ROOT } from '../../src/paths';
+import { PROJECT_ROOT } from '../../src/util/project-paths';
 
 // Benchmarks are not timed here; each runs once with tiny parameters against the
 // suite's server so it cannot rot: it must finish, check its own results and print the

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { DemandSender } from '../../src/client/demand-sender';
-import type { Demand } from '../../src/wire';
+import type { Demand } from '../../src/messages/payload-schemas';
 
 // The sender keeps seals off the signal's critical path: one signal in flight, later
 // seals coalesced per shard to their highest seq, failures retried then reported.

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { PROJECT_ROOT } from '../../src/paths';
+import { PROJECT_ROOT } from '../../src/util/project-paths';
 import type { Binaries } from '../../src/cluster/cluster';
 
 // The cluster programs, built (first time only) and cached by scripts/ensure-cluster.mjs,

@@ -10,7 +10,7 @@ import { TableClient } from '../../src/client/table-client';
 import { TableWriter, workflowArgsFor } from '../../src/client/table-writer';
 import { createTableMeta } from '../../src/storage/generation-store';
 import { loadConfig } from '../../src/config/config-schema';
-import { shardNames, workflowIdForTable } from '../../src/names';
+import { shardNames, workflowIdForTable } from '../../src/messages/names';
 import { installQuietRuntime } from '../../src/worker/runtime';
 import { expectMergedExactly } from '../support/expect-exact';
 import { replayFailures } from '../support/replay-chains';

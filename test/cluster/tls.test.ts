@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { clientTlsEnv, clusterDown, clusterUp } from '../../src/cluster/cluster';
 import type { ClusterState } from '../../src/cluster/state';
-import { PROJECT_ROOT } from '../../src/paths';
+import { PROJECT_ROOT } from '../../src/util/project-paths';
 import { findTool, POSTGRES } from '../support/tools';
 import { clusterBinaries } from './cluster-bins';
 import { makeCerts } from './certs';

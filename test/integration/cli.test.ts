@@ -2,7 +2,7 @@ import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { PROJECT_ROOT } from '../../src/paths';
+import { PROJECT_ROOT } from '../../src/util/project-paths';
 import { arrow, writeIpcFileAtomic, type ArrowTable } from '../../src/storage/arrow';
 import { tableFromRows } from '../../src/storage/records';
 import { shardOfKey } from '../../src/storage/routing';

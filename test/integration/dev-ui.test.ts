@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect, test } from 'vitest';
-import { PROJECT_ROOT } from '../../src/paths';
+import { PROJECT_ROOT } from '../../src/util/project-paths';
 import { NO_BINARY, temporalBinary as binary } from '../support/own-server';
 import { freePort } from '../../src/server/dev-server';
 import { eventually } from '../support/harness';

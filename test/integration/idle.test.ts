@@ -3,7 +3,7 @@ import type { SnapshotResult } from '../../activities/contract';
 import { MergeWaiter } from '../../src/client/merge-waiter';
 import { TableWriter, workflowArgsFor } from '../../src/client/table-writer';
 import type { PolicyOverride } from '../../src/config/policy-schema';
-import { shardNames } from '../../src/names';
+import { shardNames } from '../../src/messages/names';
 import { createTableMeta, sealGeneration } from '../../src/storage/generation-store';
 import { generateRows } from '../../src/writer';
 import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';

@@ -8,7 +8,7 @@ import { storageAt } from '../../src/storage/open-storage';
 import { TableWriter, workflowArgsFor } from '../../src/client/table-writer';
 import { MergeWaiter } from '../../src/client/merge-waiter';
 import type { PolicyOverride } from '../../src/config/policy-schema';
-import { shardNames } from '../../src/names';
+import { shardNames } from '../../src/messages/names';
 import { shardOfKey } from '../../src/storage/routing';
 import type { FreezePoint } from '../../activities';
 import { eventually, startHarness, STORAGES, uniqueName, type Harness } from '../support/harness';

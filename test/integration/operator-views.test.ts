@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { PROJECT_ROOT } from '../../src/paths';
+import { PROJECT_ROOT } from '../../src/util/project-paths';
 import { createTableMeta } from '../../src/storage/generation-store';
 import { TableWriter } from '../../src/client/table-writer';
 import { MergeWaiter } from '../../src/client/merge-waiter';

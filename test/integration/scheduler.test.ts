@@ -5,7 +5,7 @@ import { generateRows } from '../../src/writer';
 import { TableWriter, workflowArgsFor } from '../../src/client/table-writer';
 import { MergeWaiter } from '../../src/client/merge-waiter';
 import type { PolicyOverride } from '../../src/config/policy-schema';
-import { shardNames } from '../../src/names';
+import { shardNames } from '../../src/messages/names';
 import * as msg from '../../workflows/messages';
 import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';
 import { expectMergedExactly } from '../support/expect-exact';

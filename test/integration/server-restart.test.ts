@@ -11,7 +11,7 @@ import { createTableMeta, sealGeneration } from '../../src/storage/generation-st
 import { generateRows } from '../../src/writer';
 import { createWorker } from '../../src/worker/create-worker';
 import { installQuietRuntime } from '../../src/worker/runtime';
-import { shardNames } from '../../src/names';
+import { shardNames } from '../../src/messages/names';
 import { eventually, uniqueName } from '../support/harness';
 import { expectRowsExactly } from '../support/expect-exact';
 import { Load } from '../support/load';

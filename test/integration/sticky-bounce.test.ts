@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createTableMeta } from '../../src/storage/generation-store';
 import { TableWriter, workflowArgsFor } from '../../src/client/table-writer';
-import { shardNames, workflowIdForTable } from '../../src/names';
+import { shardNames, workflowIdForTable } from '../../src/messages/names';
 import { startHarness, uniqueName, type Harness } from '../support/harness';
 import { expectMergedExactly } from '../support/expect-exact';
 import { Load } from '../support/load';

@@ -2,11 +2,11 @@ import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { PROJECT_ROOT } from '../../src/paths';
+import { PROJECT_ROOT } from '../../src/util/project-paths';
 import { createTableMeta } from '../../src/storage/generation-store';
 import { workflowArgsFor } from '../../src/client/table-writer';
 import { isQueryTimeout } from '../../src/client/busy-retry';
-import { shardNames } from '../../src/names';
+import { shardNames } from '../../src/messages/names';
 import { TableClient } from '../../src/client/table-client';
 import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';
 

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, expect, test } from 'vitest';
-import { PROJECT_ROOT } from '../../src/paths';
+import { PROJECT_ROOT } from '../../src/util/project-paths';
 import { startDevServer, type DevServer } from '../../src/server/dev-server';
 import { connectClient } from '../../src/client/connect';
 import { TableClient } from '../../src/client/table-client';

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { inject } from 'vitest';
 import { TableClient } from '../../src/client/table-client';
 import { workflowArgsFor } from '../../src/client/table-writer';
-import { shardNames } from '../../src/names';
+import { shardNames } from '../../src/messages/names';
 import { createTableMeta } from '../../src/storage/generation-store';
 import { createWorker, workflowBundle } from '../../src/worker/create-worker';
 import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';

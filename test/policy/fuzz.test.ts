@@ -1,11 +1,11 @@
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { applyOverride, defaultPolicy } from '../../src/config/policy-schema';
-import { checkAwaitMerged, checkSignal, type SignalName } from '../../src/message-check';
-import { payloadProblem } from '../../src/payload-limit';
+import { checkAwaitMerged, checkSignal, type SignalName } from '../../src/messages/message-check';
+import { payloadProblem } from '../../src/messages/payload-limit';
 import { seqHorizon, stepAll } from '../../src/policy';
 import { KINDS, type PolicyEvent, type TableState } from '../../src/policy/types';
-import { awaitMergedSchema, bumpSchema, demandSchema, demandsSchema, pauseSchema } from '../../src/wire';
+import { awaitMergedSchema, bumpSchema, demandSchema, demandsSchema, pauseSchema } from '../../src/messages/payload-schemas';
 import { checkContract, checkOneHolder, checkStable, ensure, isJson } from './invariants';
 import { committed, prepared, quietTable, yieldToRunner } from './helpers';
 

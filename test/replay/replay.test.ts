@@ -5,7 +5,7 @@ import { Worker } from '@temporalio/worker';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { workflowBundle } from '../../src/worker/create-worker';
 import { HISTORIES_DIR, RECORD_DIR } from '../support/record-history';
-import { PROJECT_ROOT } from '../../src/paths';
+import { PROJECT_ROOT } from '../../src/util/project-paths';
 import { tasksMergedOnReplay } from '../support/replay-merges';
 
 // Histories this release's integration tests recorded (TURNSTILE_RECORD_HISTORIES=1)

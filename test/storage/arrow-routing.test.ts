@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { arrow, readIpcFile, writeIpcFileAtomic } from '../../src/storage/arrow';
 import { TEMP_MARKER } from '../../src/storage/layout';
 import fc from 'fast-check';
-import { fmix32 } from '../../src/hash32';
+import { fmix32 } from '../../src/util/hash32';
 import { shardOfKey, shardRouter } from '../../src/storage/routing';
 
 let dir: string;

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect, test } from 'vitest';
-import { PROJECT_ROOT } from '../../src/paths';
+import { PROJECT_ROOT } from '../../src/util/project-paths';
 
 // The Temporal CLI build lock of scripts/ensure-temporal.mjs: waiters that all find the
 // same dead holder must still enter one at a time (none may remove the lock another

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { SEQ_COLUMN } from '../../src/names';
+import { SEQ_COLUMN } from '../../src/messages/names';
 import { readIpcFile } from '../../src/storage/arrow';
 import {
   createTableMeta,

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
-import { SEQ_COLUMN } from '../../src/names';
+import { SEQ_COLUMN } from '../../src/messages/names';
 import { freePort } from '../../src/server/dev-server';
 import { readIpcFile } from '../../src/storage/arrow';
 import { createTableMeta, readShardSealed, sealGeneration } from '../../src/storage/generation-store';
@@ -12,7 +12,7 @@ import { storageAt } from '../../src/storage/open-storage';
 import { S3Storage } from '../../src/storage/s3-storage';
 import { StorageEscapeError } from '../../src/storage/storage';
 import { raiseGcFloor, readGcFloor } from '../../src/storage/gc-floor';
-import { PROJECT_ROOT } from '../../src/paths';
+import { PROJECT_ROOT } from '../../src/util/project-paths';
 import { freshDataRoot, uniqueName } from '../support/harness';
 import { inject } from 'vitest';
 

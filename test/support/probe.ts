@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
-import { STALE_CACHE_GUARD_PATH } from '../../src/paths';
+import { STALE_CACHE_GUARD_PATH } from '../../src/util/project-paths';
 import { QUIET_BUNDLER_LOGGER } from '../../src/worker/create-worker';
 
 // What the probe-workflow tests (replay-merge, query-race) share: the probes bundled

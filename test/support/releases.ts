@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { bundleWorkflows } from '../../src/worker/create-worker';
 import { buildIdOf } from '../../src/worker/build-id';
-import { PROJECT_ROOT } from '../../src/paths';
+import { PROJECT_ROOT } from '../../src/util/project-paths';
 
 // Two releases of the table workflow for the upgrade tests: this checkout's (the bundle
 // `npm run build` wrote, what worker processes run) and a "next release" whose workflow

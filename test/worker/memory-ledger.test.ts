@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { MARK_WAIT_MS, MemoryLedger } from '../../src/worker/memory-ledger';
 import { memorySlotSupplier } from '../../src/worker/memory-slots';
 import { fleetMemory } from '../../src/worker/fleet-memory';
-import { CLAIMS_PER_WORKER, maxUnitBytes, MIN_CLAIMED_UNIT_BYTES, preparedCacheBytes } from '../../src/reservation-sizes';
+import { CLAIMS_PER_WORKER, maxUnitBytes, MIN_CLAIMED_UNIT_BYTES, preparedCacheBytes } from '../../src/worker/reservation-sizes';
 import fc from 'fast-check';
 
 // The worker's side of admission without a server: poll claims through the slot

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { withWorkerMalloc, WORKER_MALLOC_TUNABLES } from '../../src/worker/allocator-env';
-import { PROJECT_ROOT } from '../../src/paths';
+import { PROJECT_ROOT } from '../../src/util/project-paths';
 import { warmUpMergePath } from '../../src/worker/warm-up';
 import { warmUpPreparationHere } from '../../activities/warm-up-preparation';
 

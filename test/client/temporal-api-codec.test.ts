@@ -1,7 +1,7 @@
 import Long from 'long';
 import { temporal, google } from '@temporalio/proto';
 import { describe, expect, it } from 'vitest';
-import { decodePendingActivities, decodePollers, decodeQueryResponse, decodeWorkflowTaskQueue, encodeDescribeRequest, encodeDescribeTaskQueueRequest, encodeQueryRequest } from '../../src/client/proto-wire';
+import { decodePendingActivities, decodePollers, decodeQueryResponse, decodeWorkflowTaskQueue, encodeDescribeRequest, encodeDescribeTaskQueueRequest, encodeQueryRequest } from '../../src/client/temporal-api-codec';
 import { payloadValue } from '../../src/client/read-client';
 
 // The hand-written encoding of the read-only client against the SDK's own generated

@@ -1,9 +1,9 @@
 import { expect, it } from 'vitest';
-import { checkAwaitMerged, checkSignal } from '../../src/message-check';
+import { checkAwaitMerged, checkSignal } from '../../src/messages/message-check';
 import { step } from '../../src/policy';
 import { demand, quietTable } from './helpers';
 
-// The table checks (src/policy/admit.ts through src/message-check.ts): each
+// The table checks (src/policy/request-checks.ts through src/messages/message-check.ts): each
 // refusal names what is wrong and what is accepted, on one line.
 
 const table = () => step(quietTable(), demand('s0', 3), 1000).state;

@@ -5,13 +5,13 @@ import { storageAt } from '../src/storage/open-storage';
 import type { PrepareMergeInput } from './contract';
 import type { ActivityDeps } from './deps';
 import { fail } from './failures';
-import { commitReservation, maxBatchBytes, SMALL_BYTES } from '../src/reservation-sizes';
+import { commitReservation, maxBatchBytes, SMALL_BYTES } from '../src/worker/reservation-sizes';
 
 // How a worker's activities hold reservations of its memory budget (invariant 6),
-// and how big a merge batch may be. The sizes are src/reservation-sizes.ts (pure, shared
+// and how big a merge batch may be. The sizes are src/worker/reservation-sizes.ts (pure, shared
 // with the workflow).
 
-export * from '../src/reservation-sizes';
+export * from '../src/worker/reservation-sizes';
 
 /** What a worker tells its activities about memory; absent in tests without a budget. */
 export interface AdmissionDeps {

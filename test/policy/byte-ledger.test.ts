@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { admit, emptyLedger, heldBytes, type AdmissionEvent, type Ledger } from '../../src/policy/admission';
+import { admit, emptyLedger, heldBytes, type AdmissionEvent, type Ledger } from '../../src/policy/byte-ledger';
 
 // The byte ledger of a worker (invariant 6): never over budget, strict arrival order,
 // and every request that fits the budget is admitted once what came before it ends.

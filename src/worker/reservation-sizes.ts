@@ -1,6 +1,6 @@
 // What a unit reserves of a worker's memory budget (invariant 6), computed
 // from its input before it runs. Pure (no I/O, no Temporal): the activities reserve by
-// it (activities/admission.ts) and the table workflow tells how much headroom a queued
+// it (activities/memory-reservations.ts) and the table workflow tells how much headroom a queued
 // commit waits for (workflows/run-unit.ts). The factors are measured by
 // bench/memory-factor.ts (peak RSS a unit adds, in a fresh process, over the bytes of
 // the generation files it merges; bench/README.md): about 4x for a preparation and

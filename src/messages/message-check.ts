@@ -1,13 +1,13 @@
 import type { z } from 'zod';
-import { cloneState } from './policy/clone';
-import { applyEvent } from './policy/events';
-import { factsOf, refuseAwaitMerged, refuseBump, refuseDemand, refusePause, refuseResume } from './policy/admit';
-import type { PolicyEvent, TableState } from './policy/types';
-import { awaitMergedSchema, bumpSchema, demandSchema, demandsSchema, pauseSchema } from './wire';
-import { formatZodError } from './zod-format';
+import { cloneState } from '../policy/clone';
+import { applyEvent } from '../policy/events';
+import { factsOf, refuseAwaitMerged, refuseBump, refuseDemand, refusePause, refuseResume } from '../policy/request-checks';
+import type { PolicyEvent, TableState } from '../policy/types';
+import { awaitMergedSchema, bumpSchema, demandSchema, demandsSchema, pauseSchema } from './payload-schemas';
+import { formatZodError } from '../util/zod-format';
 
 // What the table workflow does with a signal's or an update's raw payload: check its
-// shape (src/wire.ts), then check it against the table (src/policy/admit.ts), and turn
+// shape (src/messages/payload-schemas.ts), then check it against the table (src/policy/request-checks.ts), and turn
 // what passes into policy events. Pure and total: any JSON value goes in, nothing is
 // thrown (a throw in a signal handler would fail the workflow task over and over), which
 // test/policy/fuzz.test.ts checks with arbitrary input.

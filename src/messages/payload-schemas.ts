@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { KINDS } from './policy/types';
+import { KINDS } from '../policy/types';
 
 // Payload schemas of the workflow's signals and updates. Pure: the CLI validates with
 // them before sending (one-line errors), the workflow validates again because a signal
