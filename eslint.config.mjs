@@ -32,7 +32,19 @@ export default tseslint.config(
     rules: {
       'no-restricted-imports': ['error', {
         paths: nodeBuiltins.map((name) => ({ name, message: 'The policy core does no I/O.' })),
-        patterns: [{ group: ['@temporalio/*'], message: 'The policy core has no Temporal import.' }],
+        patterns: [
+          { group: ['@temporalio/*'], message: 'The policy core has no Temporal import.' },
+          { group: ['../storage', '../storage/*'], message: 'The policy core does not reach storage; shared types live in src/messages/.' },
+        ],
+      }],
+    },
+  },
+  {
+    // The client library is used without the command line.
+    files: ['src/client/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [{ group: ['../cli', '../cli/*'], message: 'The client does not import the CLI; shared errors live in src/messages/errors.ts.' }],
       }],
     },
   },

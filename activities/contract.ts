@@ -3,11 +3,11 @@
 // What a preparation hands to its commit lives below, in src/policy/unit-results.ts (the core
 // carries it in its units); the table's own records in src/storage.
 
-import type { IndexSpec } from '../src/storage/table-meta';
+import type { IndexSpec } from '../src/messages/index-spec';
 import type { PreparedMerge } from '../src/policy/unit-results';
 import type { SnapshotResult } from '../src/storage/generation-store';
 
-export type { IndexSpec } from '../src/storage/table-meta';
+export type { IndexSpec } from '../src/messages/index-spec';
 export type { SnapshotResult } from '../src/storage/generation-store';
 export type { GcPlan, IndexPlan, OptimizePlan, PreparedMerge, PrepareTimings } from '../src/policy/unit-results';
 

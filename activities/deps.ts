@@ -1,4 +1,3 @@
-import type { AdmissionDeps } from './memory-reservations';
 import type { DedupThreads } from './dedup-threads';
 import type { OneAtATime } from './one-at-a-time';
 import type { PreparedCache } from './prepared-cache';
@@ -23,6 +22,18 @@ export interface FaultHooks {
   freezeProgress?(point: FreezePoint): Promise<void> | void;
   /** Called after mergeInsert returned; throwing simulates a commit whose result was lost. */
   afterMergeInsert?(info: { attempt: number; version: number }): void;
+}
+
+/** What a worker tells its activities about memory; absent in tests without a budget. */
+export interface AdmissionDeps {
+  /**
+   * Waits until `bytes` are reserved for this activity (see src/worker/memory-ledger.ts),
+   * taking over `own`, a reservation the activity holds, when given.
+   */
+  reserve(id: string, bytes: number, what: { activity: string; unit?: string }, own?: string): Promise<void>;
+  release(id: string): void;
+  /** Budgets of the live workers (this one included): the fleet's smallest and largest. */
+  fleetBudgets(): { smallest: number; largest: number };
 }
 
 export interface ActivityDeps {

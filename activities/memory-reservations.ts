@@ -13,18 +13,6 @@ import { commitReservation, maxBatchBytes, SMALL_BYTES } from '../src/worker/res
 
 export * from '../src/worker/reservation-sizes';
 
-/** What a worker tells its activities about memory; absent in tests without a budget. */
-export interface AdmissionDeps {
-  /**
-   * Waits until `bytes` are reserved for this activity (see src/worker/memory-ledger.ts),
-   * taking over `own`, a reservation the activity holds, when given.
-   */
-  reserve(id: string, bytes: number, what: { activity: string; unit?: string }, own?: string): Promise<void>;
-  release(id: string): void;
-  /** Budgets of the live workers (this one included): the fleet's smallest and largest. */
-  fleetBudgets(): { smallest: number; largest: number };
-}
-
 /** Who holds a reservation: the current activity attempt (and which of its holds, when it has two). */
 function holder(part?: string): { id: string; what: { activity: string; unit: string } } {
   const info = Context.current().info;

@@ -1,4 +1,5 @@
 import type { WorkflowInterceptorsFactory, WorkflowInternalsInterceptor } from '@temporalio/workflow';
+import { QUERY_TAIL } from '../src/messages/errors';
 
 /**
  * A worker drops a cached run that went stale instead of catching it up, and a copy
@@ -74,8 +75,8 @@ export function staleCopyGuard(): (activation: Pick<Activation, 'jobs' | 'isRepl
   };
 }
 
-/**
- * A query's tail: the server sends a query straight to a worker when the run has no
+/*
+ * A query's tail (QUERY_TAIL): the server sends a query straight to a worker when the run has no
  * workflow task pending, and the history that comes with it is read when the worker
  * takes the query, so it may end with events that came since (a writer's demand
  * signal). sdk-core hands those events to the workflow in an activation of their own, at
@@ -97,7 +98,6 @@ export function staleCopyGuard(): (activation: Pick<Activation, 'jobs' | 'isRepl
  * right after live events, at their length) would also
  * refuse every sticky query after a live task (query-race.test.ts, last test).
  */
-export const QUERY_TAIL = 'query raced new events';
 
 /** The failure message's start, for logs and tests. */
 export const STALE_CACHE = 'stale cached run';

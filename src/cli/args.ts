@@ -1,7 +1,7 @@
+import { UsageError } from '../messages/errors';
+
 // Values of parsed flags (commander parses argv, see program.ts), checked with one-line
 // errors naming the flag and what it accepts.
-
-export class UsageError extends Error {}
 
 export interface Parsed {
   positionals: string[];

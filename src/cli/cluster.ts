@@ -3,7 +3,8 @@ import path from 'node:path';
 import { PROJECT_ROOT } from '../util/project-paths';
 import type { Binaries } from '../cluster/cluster';
 import type { ClusterTlsFiles } from '../cluster/state';
-import { int, str, UsageError, type Parsed } from './args';
+import { int, str, type Parsed } from './args';
+import { UsageError } from '../messages/errors';
 
 // `turnstile cluster up|status|down`: the local multi-node Temporal cluster on its own
 // PostgreSQL (src/cluster/). `up` returns once everything serves, leaving the processes

@@ -5,7 +5,7 @@ import type { TableClient } from '../client/table-client';
 import { ReadClient } from '../client/read-client';
 import { connectionSecurity } from '../client/connection-security';
 import { MAX_PAYLOAD_BYTES, payloadProblem } from '../messages/payload-limit';
-import { UsageError } from './args';
+import { UsageError } from '../messages/errors';
 import { isS3, parseS3, resolveLoc } from '../storage/location';
 
 // Everything at the edge: the config file (TURNSTILE_CONFIG) and environment are read

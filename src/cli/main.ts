@@ -1,5 +1,5 @@
 import { CommanderError, type Command } from 'commander';
-import { UsageError } from './args';
+import { UsageError } from '../messages/errors';
 import { buildProgram } from './program';
 import { EXIT_OVER_BACKLOG } from './exit-codes';
 import { tlsFailureHint } from '../client/connection-security';

@@ -1,6 +1,7 @@
 import { KINDS, type Kind } from '../policy/types';
 import { validateTableName } from '../messages/names';
-import { int, positional, required, str, UsageError, type Parsed } from './args';
+import { int, positional, required, str, type Parsed } from './args';
+import { UsageError } from '../messages/errors';
 import { readClient, readConfig, readJsonFile, tableClient } from './context';
 import { readStatus } from '../client/read-status';
 import { formatStatus } from './format-status';

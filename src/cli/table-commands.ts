@@ -1,9 +1,10 @@
 import { createTableMeta, listTables, readTableMeta } from '../storage/generation-store';
-import type { IndexSpec } from '../../activities/contract';
+import { INDEX_TYPES, type IndexSpec } from '../messages/index-spec';
 import { applyOverride, defaultPolicy, type PolicyOverride } from '../config/policy-schema';
 import { shardNames, validateColumnName, validateTableName } from '../messages/names';
 import { workflowArgsFor } from '../client/table-writer';
-import { int, positional, required, str, UsageError, type Parsed } from './args';
+import { int, positional, required, str, type Parsed } from './args';
+import { UsageError } from '../messages/errors';
 import { readCheckedConfig, readJsonFile } from './context';
 import { withTables } from './operator-commands';
 
@@ -17,8 +18,6 @@ const asUsage = <T>(fn: () => T): T => {
     throw new UsageError((e as Error).message);
   }
 };
-
-const INDEX_TYPES = ['btree', 'bitmap', 'ivf_flat', 'ivf_pq'] as const;
 
 /** `--indices id:btree,value:bitmap`: the indices the index kind keeps built. */
 function parseIndices(text: string | undefined): IndexSpec[] {

@@ -1,6 +1,7 @@
 import type { Client } from '@temporalio/client';
 import { countTableRuns, describeDeployment, nudgeTables, routeTo, routingSettled, type Deployment, type VersionStatus } from '../client/deployment';
-import { int, positional, UsageError, type Parsed } from './args';
+import { int, positional, type Parsed } from './args';
+import { UsageError } from '../messages/errors';
 import { readConfig } from './context';
 
 // `turnstile upgrade status | set-current BUILD_ID | ramp BUILD_ID --percent P`: the

@@ -3,7 +3,8 @@ import { generateRows, RowsRejectedError, splitByShard, type WriteGenerationResu
 import { castForTable } from '../writer/cast-columns';
 import { foreignKey } from '../writer/route-rows';
 import { TableWriter } from '../client/table-writer';
-import { int, str, UsageError, type Parsed } from './args';
+import { int, str, type Parsed } from './args';
+import { UsageError } from '../messages/errors';
 import { readCheckedConfig } from './context';
 import { tableArg, withTables } from './operator-commands';
 import { progress } from './progress';

@@ -1,4 +1,4 @@
-import { QUERY_TAIL } from '../../workflows/stale-cache-guard';
+import { QUERY_TAIL } from '../messages/errors';
 
 // Temporal refuses an update with RESOURCE_EXHAUSTED while the workflow has its maximum
 // of updates in flight (`history.maxInFlightUpdates`, 10 unless raised; the dev server
@@ -96,8 +96,8 @@ export function noLiveWorker(taskQueue: string, pollers: readonly { lastAccessMs
 }
 
 /**
- * The table's own refusal of a query that raced new events (workflows/stale-cache-guard.ts
- * QUERY_TAIL): the worker dropped its copy of the run, and the next ask is answered.
+ * The table's own refusal of a query that raced new events (QUERY_TAIL,
+ * workflows/stale-cache-guard.ts): the worker dropped its copy of the run, and the next ask is answered.
  */
 const QUERY_RACE = new RegExp(QUERY_TAIL);
 export function isQueryRace(e: unknown): boolean {

@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { UsageError } from '../cli/args';
+import { UsageError } from '../messages/errors';
 
 // TLS / mTLS and an API key for the Temporal connection of every Turnstile process
 // (CLI, writers, workers, the read-only client), from the Temporal CLI's variables:

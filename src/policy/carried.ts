@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { policySchema } from '../config/policy-schema';
+import { INDEX_TYPES } from '../messages/index-spec';
 import { formatZodError } from '../util/zod-format';
 import type { RateSample } from './drain-eta';
 import type { Grant } from './grants';
@@ -81,7 +82,7 @@ const optimizePlan = z
   .object({ needed: z.boolean(), reason: z.string(), numFragments: count, numSmallFragments: count, unindexedRows: count, versionsPastRetention: count.optional() })
   .passthrough();
 const indexPlan = z
-  .object({ missing: z.array(z.object({ column: z.string(), type: z.enum(['btree', 'bitmap', 'ivf_flat', 'ivf_pq']) }).passthrough()), configured: count.optional() })
+  .object({ missing: z.array(z.object({ column: z.string(), type: z.enum(INDEX_TYPES) }).passthrough()), configured: count.optional() })
   .passthrough();
 const gcPlan = z.object({ files: z.array(z.string()), tempFiles: z.array(z.string()) }).passthrough();
 

@@ -1,6 +1,5 @@
 import { justGrantedDirect } from './brief-turn';
-import type { PeriodicKind } from './units';
-import type { Policy, TableState } from './types';
+import type { PeriodicKind, Policy, TableState } from './types';
 
 // What keeps an idle table cheap (each timer firing and each activity costs workflow
 // tasks and history events):

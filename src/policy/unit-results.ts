@@ -1,4 +1,4 @@
-import type { IndexSpec } from '../storage/table-meta';
+import type { IndexSpec } from '../messages/index-spec';
 
 // What each kind's preparation hands to its commit: produced by the activities
 // (activities/contract.ts), carried without being read by the core's units

@@ -1,4 +1,5 @@
 import { combineOverrides, type PolicyOverride } from '../config/policy-schema';
+import { INDEX_TYPES, type IndexSpec } from '../messages/index-spec';
 import { SEQ_COLUMN, validateColumnName, validateShardName, validateTableName } from '../messages/names';
 import { shardDir, tableLayout } from './layout';
 import { joinLoc } from './location';
@@ -6,12 +7,6 @@ import { storageAt } from './open-storage';
 
 // table.json: what a table is (key, shards, configured indices, policy override).
 // Created once (it is the marker that the table exists); only the policy changes later.
-
-/** An index the index kind keeps built on the table (table.json `indices`). */
-export interface IndexSpec {
-  column: string;
-  type: 'btree' | 'bitmap' | 'ivf_flat' | 'ivf_pq';
-}
 
 export interface TableMeta {
   name: string;
@@ -25,8 +20,6 @@ export interface TableMeta {
    */
   policy?: PolicyOverride;
 }
-
-const INDEX_TYPES: readonly IndexSpec['type'][] = ['btree', 'bitmap', 'ivf_flat', 'ivf_pq'];
 
 export class TableNotFoundError extends Error {
   constructor(
@@ -57,7 +50,7 @@ function validateMeta(meta: TableMeta): TableMeta {
   if (new Set(meta.shards).size !== meta.shards.length) throw new Error(`shards: duplicate names in ${meta.shards.join(', ')}`);
   for (const ix of meta.indices) {
     validateColumnName(ix.column);
-    if (!INDEX_TYPES.includes(ix.type)) {
+    if (!(INDEX_TYPES as readonly string[]).includes(ix.type)) {
       throw new Error(`indices: type ${JSON.stringify(ix.type)} is not valid; accepted: ${INDEX_TYPES.join(', ')}`);
     }
   }

@@ -1,6 +1,7 @@
 import os from 'node:os';
 import type { WorkerTuner } from '@temporalio/worker';
-import { maxUnitBytes, type AdmissionDeps } from '../../activities/memory-reservations';
+import type { AdmissionDeps } from '../../activities/deps';
+import { maxUnitBytes } from '../../activities/memory-reservations';
 import { preparedCacheBytes } from './reservation-sizes';
 import { MemoryLedger } from './memory-ledger';
 import { memoryTuner } from './memory-slots';

@@ -4,7 +4,7 @@ import type { FreezePoint } from '../../activities/deps';
 import { makeFixture, sealMany, start, type Fixture } from './helpers';
 import { MemoryLedger } from '../../src/worker/memory-ledger';
 import { SMALL_BYTES } from '../../src/worker/reservation-sizes';
-import type { AdmissionDeps } from '../../activities/memory-reservations';
+import type { AdmissionDeps } from '../../activities/deps';
 
 const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
 

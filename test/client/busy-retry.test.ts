@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isQueryBufferFull, isQueryTimeout, isTaskFailedState, LIVE_POLL_MS, noLiveWorker, retryQuery, retryWhileBusy } from '../../src/client/busy-retry';
-import { QUERY_TAIL } from '../../workflows/stale-cache-guard';
+import { QUERY_TAIL } from '../../src/messages/errors';
 
 // Refusals a waiter asks again after: the update limit, and a workflow whose last task
 // failed (the shape the cluster fault tests met: a ServiceError caused by gRPC code 9).

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest';
-import { QUERY_TAIL, STALE_CACHE, staleCopyGuard } from '../../workflows/stale-cache-guard';
+import { QUERY_TAIL } from '../../src/messages/errors';
+import { STALE_CACHE, staleCopyGuard } from '../../workflows/stale-cache-guard';
 
 // The guard's rule on its own (pure): a copy of a run that caught up with its history
 // (ran live, or answered a query) must not replay again; the first replay of a fresh

@@ -1,0 +1,12 @@
+// Errors thrown on one side of a layer and recognised on the other: the client and the
+// CLI share the first, the table workflow and its clients the second.
+
+/** Bad input (a flag, an environment variable, a file one names): the CLI prints the message and exits 2. */
+export class UsageError extends Error {}
+
+/**
+ * The start of the table workflow's refusal of a query that raced new events
+ * (workflows/stale-cache-guard.ts says when): the worker dropped its copy of the run,
+ * and a client that sees it asks again.
+ */
+export const QUERY_TAIL = 'query raced new events';
