@@ -26,6 +26,7 @@ import { activityRunsOf } from '../test/support/history';
 import { stat, workflowTaskLatencies } from './phases';
 import { liveRecords } from '../src/worker/registry';
 import { benchServer, cpuSeconds, mib, minorFaults, peakRssBytes, startWorkerProcess, stopProcess } from './support';
+import { sleep } from '../src/util/sleep';
 
 const E = temporal.api.enums.v1.EventType;
 
@@ -71,7 +72,6 @@ const SETTLE = opt['no-settle'] !== true;
 /** Longest the bench waits for the tables to settle before it seals anyway. */
 const SETTLE_BOUND_MS = 10 * 60_000;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Appends in place (copying the array per value was quadratic over 10,000 seals). */
 const pushTo = (m: Map<string, number[]>, key: string, v: number): void => {
   const a = m.get(key);

@@ -7,15 +7,10 @@ import { generateRows } from '../writer';
 import { connectClient } from '../client/connect';
 import { TableClient } from '../client/table-client';
 import { TableWriter } from '../client/table-writer';
+import { sleep } from '../util/sleep';
 
 // `turnstile dev --demo`: a table `demo` with two shards; a few generations with
 // overlapping keys are written and their merges are printed as they land.
-
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
-  });
 
 export async function runDemo(config: Config, signal: AbortSignal, generations = 4): Promise<void> {
   const client = await connectClient(config.temporal);

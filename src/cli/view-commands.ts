@@ -3,6 +3,7 @@ import type { TableClient } from '../client/table-client';
 import { int, type Parsed } from './args';
 import { tableArg, withTables } from './operator-commands';
 import { formatTop, topRows } from './top-rows';
+import { sleep } from '../util/sleep';
 
 // Live views for operators: `top` (every running table) and `why` (a table's last turn
 // grants and the reason each won).
@@ -43,7 +44,7 @@ export async function top(p: Parsed): Promise<void> {
       const text = formatTop(topRows(views), silent, new Date());
       // On a terminal redraw in place (cursor home, clear below); piped, one frame after another.
       process.stdout.write(tty ? `\x1b[H\x1b[J${text}\n` : `${text}\n\n`);
-      for (let waited = 0; waited < everySecs * 10 && !stop; waited++) await new Promise((r) => setTimeout(r, 100));
+      for (let waited = 0; waited < everySecs * 10 && !stop; waited++) await sleep(100);
     }
   });
 }

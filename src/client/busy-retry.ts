@@ -1,4 +1,6 @@
+import { status as grpcStatus } from '@grpc/grpc-js';
 import { QUERY_TAIL } from '../messages/errors';
+import { sleep } from '../util/sleep';
 
 // Temporal refuses an update with RESOURCE_EXHAUSTED while the workflow has its maximum
 // of updates in flight (`history.maxInFlightUpdates`, 10 unless raised; the dev server
@@ -8,7 +10,7 @@ import { QUERY_TAIL } from '../messages/errors';
 // because the workflow's last task failed (isTaskFailedState).
 
 /** Whether `e` or one of its first causes matches: the client wraps the gRPC error. */
-function anyCause(e: unknown, test: (err: { code?: unknown; message?: unknown; details?: unknown }) => boolean): boolean {
+export function anyCause(e: unknown, test: (err: { code?: unknown; message?: unknown; details?: unknown }) => boolean): boolean {
   for (let at: unknown = e, depth = 0; at && depth < 5; at = (at as { cause?: unknown }).cause, depth++) {
     if (test(at as { code?: unknown; message?: unknown; details?: unknown })) return true;
   }
@@ -20,8 +22,7 @@ const mentions = (e: unknown, pattern: RegExp): boolean => anyCause(e, (err) => 
 
 /** The server's "limit on number of concurrent in-flight updates has been reached". */
 export function isUpdateLimit(e: unknown): boolean {
-  // code 8: gRPC RESOURCE_EXHAUSTED
-  return anyCause(e, (err) => (typeof err.message === 'string' && /in-flight updates|RESOURCE_EXHAUSTED/i.test(err.message)) || err.code === 8);
+  return anyCause(e, (err) => (typeof err.message === 'string' && /in-flight updates|RESOURCE_EXHAUSTED/i.test(err.message)) || err.code === grpcStatus.RESOURCE_EXHAUSTED);
 }
 
 /**
@@ -72,7 +73,7 @@ async function retryWhile<T>(fn: () => Promise<T>, transient: (e: unknown) => bo
     } catch (e) {
       if (!transient(e) || Date.now() - start + pause > maxWaitMs) throw e;
       await beforeAgain?.(e);
-      await new Promise((r) => setTimeout(r, pause));
+      await sleep(pause);
     }
   }
 }

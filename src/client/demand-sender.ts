@@ -1,5 +1,6 @@
 import type { Demand } from '../messages/payload-schemas';
 import { yieldToEventLoop } from '../util/event-loop';
+import { sleep } from '../util/sleep';
 
 // Sends a writer's demand to its table without making seals wait for it. A seal is
 // durable once sealGeneration returns; the demand only tells the table sooner than its
@@ -30,8 +31,6 @@ export interface DemandSenderOptions {
   minIntervalMs?: number;
   sleep?: (ms: number) => Promise<void>;
 }
-
-const defaultSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export class DemandSender {
   private readonly pending = new Map<string, Demand>();
@@ -173,7 +172,7 @@ export class DemandSender {
             this.hold(batch);
             return;
           }
-          await (this.opts.sleep ?? defaultSleep)((this.opts.retryDelayMs ?? 200) * 2 ** (attempt - 1));
+          await (this.opts.sleep ?? sleep)((this.opts.retryDelayMs ?? 200) * 2 ** (attempt - 1));
         }
       }
     }

@@ -3,6 +3,7 @@ import { isGrpcServiceError, type Client } from '@temporalio/client';
 import { checkVersion } from '../../workflows/messages';
 import { temporal } from '@temporalio/proto';
 import { visibleVersion } from '../worker/build-id';
+import { sleep } from '../util/sleep';
 
 // The Worker Deployment that Turnstile's workers poll as versions of: what it holds, which
 // version is current or ramping, how many table runs each version still has, and the
@@ -79,8 +80,6 @@ export async function countTableRuns(client: Client, deploymentName: string, bui
   const r = await client.workflowService.countWorkflowExecutions({ namespace: client.options.namespace, query: tableRunsQuery(deploymentName, buildId) });
   return Number(r.count);
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Conflicting routing changes (another operator, a worker's first start) are retried this long. */
 const ROUTING_CHANGE_TIMEOUT_MS = 60_000;

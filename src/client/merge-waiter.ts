@@ -1,10 +1,12 @@
+import { status as grpcStatus } from '@grpc/grpc-js';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { workflowIdForTable } from '../messages/names';
 import { formatZodError } from '../util/zod-format';
 import { awaitMergedSchema, type AwaitMergedResult } from '../messages/payload-schemas';
 import * as msg from '../../workflows/messages';
-import { retryWhileBusy } from './busy-retry';
+import { anyCause, retryWhileBusy } from './busy-retry';
 import { RequestRefusedError } from './refused';
+import { sleep } from '../util/sleep';
 
 /** Asks while a run closes for continue-as-new: 100 x 100 ms, far more than a new run takes to start. */
 const RUN_ENDING_RETRIES = 100;
@@ -18,11 +20,7 @@ const RUN_ENDING_RETRIES = 100;
  * frequent continue-as-new (test/integration/scheduler.test.ts).
  */
 export function isUpdateAbortedByTaskFailure(e: unknown): boolean {
-  for (let at: unknown = e, depth = 0; at && depth < 5; at = (at as { cause?: unknown }).cause, depth++) {
-    const err = at as { code?: unknown; message?: unknown };
-    if (err.code === 9 && typeof err.message === 'string' && /unexpected workflow task failure/i.test(err.message)) return true;
-  }
-  return false;
+  return anyCause(e, (err) => err.code === grpcStatus.FAILED_PRECONDITION && typeof err.message === 'string' && /unexpected workflow task failure/i.test(err.message));
 }
 
 // Read-your-merges without polling. Temporal allows only 10 updates in flight per
@@ -73,7 +71,7 @@ export class MergeWaiter {
       } catch (e) {
         const runEnding = e instanceof WorkflowNotFoundError && /already completed/i.test(e.message);
         if (!(runEnding || isUpdateAbortedByTaskFailure(e)) || attempt >= RUN_ENDING_RETRIES) throw e;
-        await new Promise((r) => setTimeout(r, 100));
+        await sleep(100);
       }
     }
   }
@@ -97,7 +95,7 @@ export class MergeWaiter {
         }
         // merged=false: not merged within the run's bound, or the run is draining for
         // continue-as-new (a short pause lets it finish); ask again.
-        if (!res.merged && res.mergedThroughSeq < target) await new Promise((r) => setTimeout(r, 100));
+        if (!res.merged && res.mergedThroughSeq < target) await sleep(100);
         const remaining = (this.waiting.get(key) ?? []).filter((w) => {
           if (res.mergedThroughSeq >= w.seq) {
             w.resolve({ ...res, seq: w.seq, merged: true });

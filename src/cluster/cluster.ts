@@ -11,6 +11,7 @@ import { readState, writeState, type ClusterState, type ClusterTlsFiles, type Pr
 import { renderUiConfig } from './ui-config';
 import { registerNamespace, waitForFrontend } from './namespace';
 import { withWorkerMalloc } from '../worker/allocator-env';
+import { sleep } from '../util/sleep';
 
 // `turnstile cluster up|status|down`: a Temporal cluster on this host without Docker or
 // any system service: PostgreSQL, N server nodes on it, the UI server, a balancer in
@@ -178,7 +179,7 @@ async function waitForHttp(url: string, pid: number, log: string, timeoutMs = 60
     if (!alive(pid)) throw new Error(`the Temporal UI server exited at start; see ${log}`);
     const ok = await fetch(url).then((r) => r.ok, () => false);
     if (ok) return;
-    await new Promise((r) => setTimeout(r, 250));
+    await sleep(250);
   }
   throw new Error(`the Temporal UI server did not answer ${url} within ${timeoutMs} ms; see ${log}`);
 }

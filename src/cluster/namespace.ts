@@ -3,11 +3,10 @@ import { temporal } from '@temporalio/proto';
 import { msToTs } from '@temporalio/common/lib/time';
 import { connectionSecurity } from '../client/connection-security';
 import { SEARCH_ATTRIBUTE_FLAGS } from '../../workflows/search-attributes';
+import { sleep } from '../util/sleep';
 
 // What a fresh cluster and the dev server's fresh SQLite file lack: the namespace and
 // Turnstile's search attributes (the dev server registers them with this too).
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function withConnection<T>(address: string, tlsEnv: Record<string, string>, fn: (c: Connection) => Promise<T>): Promise<T> {
   const c = await Connection.connect({ address, connectTimeout: 2000, ...connectionSecurity({ ...process.env, ...tlsEnv }) });

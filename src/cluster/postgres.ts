@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { postgresUser, runToEnd, type SpawnSpec } from './processes';
+import { sleep } from '../util/sleep';
 
 // The cluster's own PostgreSQL: a data directory under the cluster's, a server on
 // 127.0.0.1 only with its socket in that directory, trust authentication for the one
@@ -39,8 +40,6 @@ export function postgresSpec(pgDir: string, port: number, log: string): SpawnSpe
     asUser: postgresUser(),
   };
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function waitForPostgres(port: number, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -1,6 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import { pidAlive } from '../storage/pid-alive.mjs';
+import { sleep } from '../util/sleep';
 
 // Processes of the local cluster outlive `turnstile cluster up` (status and down are
 // separate commands), so each is started detached in its own session with its output in
@@ -46,8 +47,6 @@ export function runToEnd(spec: SpawnSpec): void {
   fs.closeSync(out);
   if (r.status !== 0) throw new Error(`${spec.cmd} ${spec.args.slice(0, 3).join(' ')} ... failed (exit ${r.status ?? r.signal}); see ${spec.log}`);
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Sends `signal`, waits up to `graceMs` for the process to go, then SIGKILLs it. */
 export async function stopPid(pid: number, signal: NodeJS.Signals = 'SIGTERM', graceMs = 15_000): Promise<void> {

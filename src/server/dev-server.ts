@@ -8,6 +8,7 @@ import { renderDynamicConfig } from '../cluster/node-config';
 import { renderUiConfig } from '../cluster/ui-config';
 import { PROJECT_ROOT } from '../util/project-paths';
 import { DEV_FREE_PORT_NAMES, renderDevConfig, type DevPorts } from './dev-config';
+import { sleep } from '../util/sleep';
 
 // The embedded default: the real Temporal server (go.temporal.io/server/cmd/server, built
 // by scripts/ensure-temporal.mjs) with every service in one process on one SQLite file
@@ -186,8 +187,6 @@ async function choosePorts(opts: DevServerOptions, portsFile: string, reuse: boo
 
 /** A server process ended before it answered: worth starting again (startAgainIfExited). */
 export class ExitedBeforeServingError extends Error {}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Rejects once `child` has exited (`what` names it); for racing against a wait (a later exit is nobody's error). */
 function exitOf(child: ChildProcess, what: string): Promise<never> {

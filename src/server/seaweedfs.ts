@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../util/project-paths';
 import { ExitedBeforeServingError, freePort, spawnOwned, startAgainIfExited } from './dev-server';
+import { sleep } from '../util/sleep';
 
 // Starts SeaweedFS (`weed server`, built by scripts/ensure-seaweedfs.mjs) as a local
 // S3-compatible server: master, volume, filer and S3 gateway in one process, every port
@@ -48,7 +49,7 @@ async function createBucket(env: Record<string, string>, bucket: string, alive: 
         return;
       } catch (e) {
         last = e;
-        await new Promise((r) => setTimeout(r, 300));
+        await sleep(300);
       }
     }
   } finally {

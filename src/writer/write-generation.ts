@@ -2,6 +2,7 @@ import type { ArrowTable } from '../storage/arrow';
 import { sealGeneration, type SealResult, type TableMeta } from '../storage/generation-store';
 import type { Row } from '../storage/records';
 import { OverBacklogError } from './errors';
+import { sleep } from '../util/sleep';
 
 // Seal one generation while honouring the table's write pressure. The Temporal side
 // (signal-with-start of the demand event) is the caller's `signal` callback, so this
@@ -50,8 +51,6 @@ export interface WriteGenerationResult extends SealResult {
   signalError?: string;
 }
 
-const defaultSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
 /** writePressure * maxWriteDelayMs, with the pressure clamped to [0, 1]. */
 export function writeDelayMs(p: WritePressure): number {
   const pressure = Number.isFinite(p.writePressure) ? Math.min(1, Math.max(0, p.writePressure)) : 0;
@@ -65,7 +64,7 @@ export async function writeGeneration(opts: WriteGenerationOptions): Promise<Wri
       throw new OverBacklogError(opts.table, opts.pressure.backlog, opts.pressure.hardBacklog);
     }
     delayedMs = writeDelayMs(opts.pressure);
-    if (delayedMs > 0) await (opts.sleep ?? defaultSleep)(delayedMs);
+    if (delayedMs > 0) await (opts.sleep ?? sleep)(delayedMs);
   }
   const sealed = await sealGeneration(opts.root, opts.table, opts.shard, opts.rows, opts.meta ? { meta: opts.meta } : {});
   const result: WriteGenerationResult = { ...sealed, delayedMs };

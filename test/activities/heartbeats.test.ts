@@ -4,6 +4,7 @@ import { createActivities } from '../../activities';
 import type { FreezePoint } from '../../activities/deps';
 import { FIRST_HEARTBEAT_AFTER_MS, ProgressReporter } from '../../activities/progress';
 import { makeFixture, sealMany, start, type Fixture } from './helpers';
+import { sleep } from '../../src/util/sleep';
 
 // Heartbeats carry progress: an activity that stops advancing stops heartbeating, even
 // if it is alive and keeps "beating", so the heartbeat timeout detects the stall.
@@ -13,8 +14,6 @@ beforeEach(async () => {
   f = await makeFixture({ shards: 1 });
 });
 afterEach(() => f.cleanup());
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('progress heartbeats', () => {
   it('are sent only when the details change', async () => {

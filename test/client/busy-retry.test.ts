@@ -1,11 +1,12 @@
+import { status } from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import { isQueryBufferFull, isQueryTimeout, isTaskFailedState, LIVE_POLL_MS, noLiveWorker, retryQuery, retryWhileBusy } from '../../src/client/busy-retry';
 import { QUERY_TAIL } from '../../src/messages/errors';
 
 // Refusals a waiter asks again after: the update limit, and a workflow whose last task
 // failed (the shape the cluster fault tests met: a ServiceError caused by gRPC code 9).
-const taskFailed = () => Object.assign(new Error('Workflow Update failed'), { cause: Object.assign(new Error('9 FAILED_PRECONDITION: Unable to perform workflow execution update due to Workflow Task in failed state.'), { code: 9, details: 'Unable to perform workflow execution update due to Workflow Task in failed state.' }) });
-const otherPrecondition = () => Object.assign(new Error('Workflow Update failed'), { cause: Object.assign(new Error('9 FAILED_PRECONDITION: workflow execution already completed'), { code: 9 }) });
+const taskFailed = () => Object.assign(new Error('Workflow Update failed'), { cause: Object.assign(new Error('9 FAILED_PRECONDITION: Unable to perform workflow execution update due to Workflow Task in failed state.'), { code: status.FAILED_PRECONDITION, details: 'Unable to perform workflow execution update due to Workflow Task in failed state.' }) });
+const otherPrecondition = () => Object.assign(new Error('Workflow Update failed'), { cause: Object.assign(new Error('9 FAILED_PRECONDITION: workflow execution already completed'), { code: status.FAILED_PRECONDITION }) });
 
 describe('retryWhileBusy', () => {
   it('asks again while the workflow task is in failed state, then returns the answer', async () => {
@@ -36,8 +37,8 @@ describe('retryWhileBusy', () => {
 // deadline (the CI failure of a status query after a gc turn), and what grpc-js says
 // when the caller's own deadline ran out (a writer's 2 s pressure query): only the first
 // is asked again.
-const queryTimedOut = () => Object.assign(new Error('Failed to query Workflow'), { cause: Object.assign(new Error('4 DEADLINE_EXCEEDED: query timed out before a worker could process it'), { code: 4, details: 'query timed out before a worker could process it' }) });
-const ownDeadline = () => Object.assign(new Error('Failed to query Workflow'), { cause: Object.assign(new Error('4 DEADLINE_EXCEEDED: Deadline exceeded after 2.001s'), { code: 4 }) });
+const queryTimedOut = () => Object.assign(new Error('Failed to query Workflow'), { cause: Object.assign(new Error('4 DEADLINE_EXCEEDED: query timed out before a worker could process it'), { code: status.DEADLINE_EXCEEDED, details: 'query timed out before a worker could process it' }) });
+const ownDeadline = () => Object.assign(new Error('Failed to query Workflow'), { cause: Object.assign(new Error('4 DEADLINE_EXCEEDED: Deadline exceeded after 2.001s'), { code: status.DEADLINE_EXCEEDED }) });
 
 describe('retryQuery', () => {
   it('asks a query again after the server timed it out, then returns the answer', async () => {
@@ -87,7 +88,7 @@ describe('no live worker', () => {
     expect((err as Error).message).toBe('no worker has polled task queue tq');
     expect(isQueryTimeout((err as Error).cause)).toBe(true);
     // The server's refusal of a second query while one already waits: the same check.
-    const bufferFull = Object.assign(new Error('QueryWorkflow: consistent query buffer is full, this may be caused by too many queries and workflow not able to process query fast enough'), { code: 8 });
+    const bufferFull = Object.assign(new Error('QueryWorkflow: consistent query buffer is full, this may be caused by too many queries and workflow not able to process query fast enough'), { code: status.RESOURCE_EXHAUSTED });
     expect(isQueryBufferFull(bufferFull)).toBe(true);
     await expect(retryQuery(async () => Promise.reject(bufferFull), { whyNot: async () => 'no worker has polled task queue tq' })).rejects.toThrow('no worker has polled task queue tq');
     // A live worker (null), or a check that itself failed: asked again.

@@ -1,3 +1,4 @@
+import { status } from '@grpc/grpc-js';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { isUpdateAbortedByTaskFailure } from '../../src/client/merge-waiter';
@@ -10,15 +11,15 @@ const grpc = (code: number, details: string) => Object.assign(new Error(`${code}
 
 describe('isUpdateAbortedByTaskFailure', () => {
   it('recognises the server error, also as the cause of the SDK error', () => {
-    const raw = grpc(9, 'FAILED_PRECONDITION: Unable to perform workflow execution update due to unexpected workflow task failure.');
+    const raw = grpc(status.FAILED_PRECONDITION, 'FAILED_PRECONDITION: Unable to perform workflow execution update due to unexpected workflow task failure.');
     expect(isUpdateAbortedByTaskFailure(raw)).toBe(true);
     const wrapped = Object.assign(new Error('Workflow Update failed'), { cause: raw });
     expect(isUpdateAbortedByTaskFailure(wrapped)).toBe(true);
   });
 
   it('leaves every other failure to the caller', () => {
-    expect(isUpdateAbortedByTaskFailure(grpc(9, 'FAILED_PRECONDITION: something else'))).toBe(false);
-    expect(isUpdateAbortedByTaskFailure(grpc(14, 'UNAVAILABLE: unexpected workflow task failure'))).toBe(false);
+    expect(isUpdateAbortedByTaskFailure(grpc(status.FAILED_PRECONDITION, 'FAILED_PRECONDITION: something else'))).toBe(false);
+    expect(isUpdateAbortedByTaskFailure(grpc(status.UNAVAILABLE, 'UNAVAILABLE: unexpected workflow task failure'))).toBe(false);
     expect(isUpdateAbortedByTaskFailure(new WorkflowUpdateFailedError('Workflow Update failed', undefined))).toBe(false);
     expect(isUpdateAbortedByTaskFailure(undefined)).toBe(false);
   });

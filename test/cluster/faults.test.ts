@@ -17,6 +17,7 @@ import { replayFailures } from '../support/replay-chains';
 import { Load } from '../support/load';
 import { findTool, POSTGRES } from '../support/tools';
 import { clusterBinaries } from './cluster-bins';
+import { sleep } from '../../src/util/sleep';
 
 // Faults of a real 2-node Temporal cluster on PostgreSQL (`turnstile cluster up`: real
 // server processes, real turnstile worker processes) under a steady write load on three
@@ -60,8 +61,6 @@ afterAll(async () => {
   // TURNSTILE_KEEP_CLUSTER=1 keeps the folder (logs, configs) for a look after a failure.
   if (process.env.TURNSTILE_KEEP_CLUSTER !== '1') fs.rmSync(dir, { recursive: true, force: true });
 }, 120_000);
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // What one fault may take, above vitest's 120 s default: up to 180 s to the first merge
 // (the bound underLoad enforces), then the check waits for every table to merge all it

@@ -25,6 +25,7 @@ import { Load } from '../support/load';
 import { buildIdOfHistory, nextRelease, pinnedBuildId, thisRelease, type Release } from '../support/releases';
 import { findTool, POSTGRES } from '../support/tools';
 import { clusterBinaries } from './cluster-bins';
+import { sleep } from '../../src/util/sleep';
 
 // A blue-green upgrade of the table workflow on the local cluster under load: 10 tables
 // (7 with writers sealing continuously, 3 idle) on this release's worker processes (v1);
@@ -46,8 +47,6 @@ let v1: Release;
 let v2: Release;
 const loads = new Map<string, Load>();
 const moves: Record<string, Record<string, number>> = {};
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function cli(args: string[], extraEnv: Record<string, string> = {}): Promise<string> {
   const env = { ...process.env, TEMPORAL_ADDRESS: state.address, TEMPORAL_NAMESPACE: state.namespace, TURNSTILE_DATA: state.dataRoot, ...extraEnv };

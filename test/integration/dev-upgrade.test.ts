@@ -11,6 +11,7 @@ import { workflowIdForTable } from '../../src/messages/names';
 import { keptBundles } from '../../src/worker/kept-bundles';
 import { chainHistories } from '../support/history';
 import { buildIdOfHistory, nextRelease, pinnedBuildId, thisRelease, type Release } from '../support/releases';
+import { sleep } from '../../src/util/sleep';
 
 // `npm start`, stopped, a `git pull` of a release whose table workflow changed, and
 // `npm start` again: the second start runs the new release beside the kept bundle of the
@@ -68,7 +69,7 @@ async function waitFor(what: string, timeoutMs: number, check: () => Promise<boo
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs / 1000} s${log ? `\n${log()}` : ''}`);
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
   }
 }
 

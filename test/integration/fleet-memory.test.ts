@@ -13,6 +13,7 @@ import { eventually, startHarness, uniqueName, type Harness } from '../support/h
 import { expectRowsExactly } from '../support/expect-exact';
 import { newestPerKey } from '../support/lance-read';
 import { withWorkerMalloc } from '../../src/worker/allocator-env';
+import { sleep } from '../../src/util/sleep';
 
 // Admission by reserved bytes with real processes. Two `turnstile
 // worker` processes with TURNSTILE_WORKER_MEMORY=1GiB merge 20 tables whose merge units
@@ -106,7 +107,7 @@ test('two 1 GiB workers merge 20 tables of ~400 MiB units within their budgets; 
   const b = await startWorker();
   expect(a.out()).toContain(`memory budget 1024 MiB (${BUDGET} bytes, worker.memoryBudgetBytes)`);
   // The idle baseline: the workers are up and polling, no table exists yet.
-  await new Promise((r) => setTimeout(r, 1500));
+  await sleep(1500);
   const baseline = new Map(workers.map((w) => [w.pid!, vm(w.pid!, 'VmRSS')]));
 
   const names = Array.from({ length: TABLES }, (_, t) => uniqueName(`fleet${t}`));

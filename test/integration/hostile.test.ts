@@ -14,6 +14,7 @@ import * as msg from '../../workflows/messages';
 import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';
 import { Load } from '../support/load';
 import { recordHistory } from '../support/record-history';
+import { sleep } from '../../src/util/sleep';
 
 // Hostile and buggy clients, on the real server: a table's update slots cannot
 // be held by anyone, every wait is answered within its bound, and a signal that makes no
@@ -141,7 +142,7 @@ test('50 waiters in 10 processes and 10 hostile never-satisfied updates do not t
   });
 
   // While all of that is in flight: the operator surface answers.
-  await new Promise((r) => setTimeout(r, 1500));
+  await sleep(1500);
   const p0 = Date.now();
   const policy = await h.tables.setPolicy(table, { softBacklog: 50 });
   const policyMs = Date.now() - p0;
@@ -152,7 +153,7 @@ test('50 waiters in 10 processes and 10 hostile never-satisfied updates do not t
   expect(procs.flatMap((p) => p.answers)).toHaveLength(0);
 
   // Let the waits outlive their bound at least once (they are re-asked), then merge.
-  await new Promise((r) => setTimeout(r, BOUND_SECS * 1000 + 500));
+  await sleep(BOUND_SECS * 1000 + 500);
   expect(procs.flatMap((p) => p.answers)).toHaveLength(0);
   const m0 = Date.now();
   await h.tables.resume(table, { kind: 'merge' });

@@ -11,6 +11,7 @@ import { activityRuns, timersStarted, type ActivityRun } from '../support/histor
 import { readTableRows } from '../support/lance-read';
 import { Load } from '../support/load';
 import { recordHistory } from '../support/record-history';
+import { sleep } from '../../src/util/sleep';
 
 // Idle tables on the real server (README "Idle tables"), with small policy values: the
 // scan period backs off to snapshotMaxIntervalSecs and a seal whose demand signal never
@@ -113,7 +114,7 @@ test('optimize, index and gc run after a change, not while the table is idle; a 
     return count(runs, 'planOptimize') === 2 && count(runs, 'planGc') === 2 ? runs : null;
   }, 'optimize and gc planned after the second merge');
   // Three index periods more, for a plan that would come later than the other two.
-  await new Promise((r) => setTimeout(r, 3000));
+  await sleep(3000);
   expect(count(await activityRuns(handle), 'planIndex')).toBe(2);
   await expectExact(table, load);
   await recordHistory(h.client, handle, 'idle-periodic');

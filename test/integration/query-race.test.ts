@@ -5,7 +5,8 @@ import { connectClient } from '../../src/client/connect';
 import { isQueryRace } from '../../src/client/busy-retry';
 import { installQuietRuntime } from '../../src/worker/runtime';
 import { uniqueName } from '../support/harness';
-import { firstTaskDone, probeBundle, replayError, sleep } from '../support/probe';
+import { firstTaskDone, probeBundle, replayError } from '../support/probe';
+import { sleep } from '../../src/util/sleep';
 import { decision, finish, pingBy, type queryProbe } from '../support/fixtures/merge-probe-workflow';
 
 // A query that races a new event (workflows/stale-cache-guard.ts, QUERY_TAIL). The server

@@ -7,7 +7,8 @@ import { connectClient } from '../../src/client/connect';
 import { installQuietRuntime } from '../../src/worker/runtime';
 import { uniqueName } from '../support/harness';
 import { tasksMergedOnReplay } from '../support/replay-merges';
-import { firstTaskDone, probeBundle, replayError, sleep } from '../support/probe';
+import { firstTaskDone, probeBundle, replayError } from '../support/probe';
+import { sleep } from '../../src/util/sleep';
 import { finish, ping, poke, type mergeProbe } from '../support/fixtures/merge-probe-workflow';
 
 // The table workflow decides once per activation (workflows/activation.ts), so it relies on a

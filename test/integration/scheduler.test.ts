@@ -12,6 +12,7 @@ import { expectMergedExactly } from '../support/expect-exact';
 import { Load } from '../support/load';
 import { activityRuns, activityRunsOf, chainHistories, historyEvents, isCommit, longestTurnMs } from '../support/history';
 import { recordHistory } from '../support/record-history';
+import { sleep } from '../../src/util/sleep';
 
 // The turn scheduler on the real server: bounded waits under a hot merger, bumps,
 // pauses, continue-as-new under load, and bad input that must not hurt the workflow.
@@ -40,7 +41,7 @@ test('a commit-ready optimize waits at most maxTurnWaitSecs plus the longest tur
   // the turn the other shard's is prepared, so a merge is always commit-ready.
   const slow = await startHarness({
     name: 'hot',
-    deps: { faults: { freezeProgress: (p) => (p.activity === 'commitMerge' && p.phase === 'commit' ? new Promise((r) => setTimeout(r, 700)) : undefined) } },
+    deps: { faults: { freezeProgress: (p) => (p.activity === 'commitMerge' && p.phase === 'commit' ? sleep(700) : undefined) } },
   });
   try {
     const { table, writer, handle } = await newTable('hot', {

@@ -7,6 +7,7 @@ import { expectMergedExactly } from '../support/expect-exact';
 import { Load } from '../support/load';
 import { chainHistories } from '../support/history';
 import { STALE_CACHE } from '../../workflows/stale-cache-guard';
+import { sleep } from '../../src/util/sleep';
 
 // Two workers on one task queue, and the table's sticky queue reset every few
 // milliseconds: its workflow tasks land on either worker, so each keeps finding its
@@ -34,7 +35,7 @@ test('workflow tasks bouncing between two workers: stale cached runs are replaye
   while (Date.now() < until) {
     // The next workflow task goes to the task queue, where either worker may take it.
     await h.client.workflowService.resetStickyTaskQueue({ namespace: 'default', execution: { workflowId: workflowIdForTable(table) } }).catch(() => undefined);
-    await new Promise((r) => setTimeout(r, 5));
+    await sleep(5);
   }
   await load.stop();
   await expectMergedExactly(h, table, load, meta.shards);

@@ -18,6 +18,7 @@ import { generationFile, sealedFile, shardDir, tableLayout, TEMP_MARKER } from '
 import { raiseGcFloor } from '../../src/storage/gc-floor';
 import { createFileExclusive, settleFileCleanups } from '../../src/storage/atomic-file';
 import { settleSealedHints } from '../../src/storage/sealed-hint';
+import { sleep } from '../../src/util/sleep';
 
 let root: string;
 beforeEach(async () => {
@@ -110,7 +111,7 @@ describe('generation store', () => {
     const file = path.join(dir, 'late.bin');
     let tempSeenWhileProducing = false;
     const produced = await createFileExclusive(file, async () => {
-      await new Promise((r) => setTimeout(r, 20));
+      await sleep(20);
       tempSeenWhileProducing = fs.readdirSync(dir).some((n) => n.startsWith(TEMP_MARKER));
       return Buffer.from('late bytes');
     });
@@ -132,7 +133,7 @@ describe('generation store', () => {
     const nowhere = path.join(dir, 'missing-dir', 'x.bin');
     await expect(
       createFileExclusive(nowhere, async () => {
-        await new Promise((r) => setTimeout(r, 20));
+        await sleep(20);
         return 'x';
       }),
     ).rejects.toMatchObject({ code: 'ENOENT' });

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createFileExclusive, settleFileCleanups } from '../../src/storage/atomic-file';
 import { TEMP_MARKER } from '../../src/storage/layout';
 import { MAX_SPARES, SPARE_IDLE_MS, spareCount, tempPathFor } from '../../src/storage/temp-files';
+import { sleep } from '../../src/util/sleep';
 
 let root: string;
 beforeEach(() => {
@@ -18,7 +19,7 @@ afterEach(async () => {
 const temps = (dir: string): string[] => fs.readdirSync(dir).filter((n) => n.includes(TEMP_MARKER));
 
 async function until(cond: () => boolean, ms: number): Promise<boolean> {
-  for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 25))) if (cond()) return true;
+  for (const end = Date.now() + ms; Date.now() < end; await sleep(25)) if (cond()) return true;
   return cond();
 }
 

@@ -1,6 +1,7 @@
 import { generateRows } from '../../src/writer';
 import type { TableWriter } from '../../src/client/table-writer';
 import { newestPerKey } from './lance-read';
+import { sleep } from '../../src/util/sleep';
 
 // A writer load for integration tests: seals generations round-robin over the table's
 // shards with overlapping key ranges and remembers every row, so the final table can be
@@ -40,7 +41,7 @@ export class Load {
     this.loop = (async () => {
       while (!this.stopped) {
         for (const s of shards) await this.writeOne(s);
-        await new Promise((r) => setTimeout(r, this.opts.pauseMs));
+        await sleep(this.opts.pauseMs);
       }
     })();
   }

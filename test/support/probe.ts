@@ -3,6 +3,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { STALE_CACHE_GUARD_PATH } from '../../src/util/project-paths';
 import { QUIET_BUNDLER_LOGGER } from '../../src/worker/create-worker';
+import { sleep } from '../../src/util/sleep';
 
 // What the probe-workflow tests (replay-merge, query-race) share: the probes bundled
 // with or without the table workflow's stale-cache guard, waiting out a run's first
@@ -13,8 +14,6 @@ const PROBES = path.join(__dirname, 'fixtures', 'merge-probe-workflow.ts');
 /** The probe workflows, with the stale-cache guard (what the table workflow runs) or without. */
 export const probeBundle = (guarded: boolean): Promise<{ code: string }> =>
   bundleWorkflowCode({ workflowsPath: PROBES, workflowInterceptorModules: guarded ? [STALE_CACHE_GUARD_PATH] : [], logger: QUIET_BUNDLER_LOGGER });
-
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Resolves once the run's first workflow task completed and none is pending. */
 export async function firstTaskDone(handle: WorkflowHandle): Promise<void> {

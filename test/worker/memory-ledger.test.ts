@@ -4,6 +4,7 @@ import { memorySlotSupplier } from '../../src/worker/memory-slots';
 import { fleetMemory } from '../../src/worker/fleet-memory';
 import { CLAIMS_PER_WORKER, maxUnitBytes, MIN_CLAIMED_UNIT_BYTES, preparedCacheBytes } from '../../src/worker/reservation-sizes';
 import fc from 'fast-check';
+import { sleep } from '../../src/util/sleep';
 
 // The worker's side of admission without a server: poll claims through the slot
 // supplier, a unit taking over the claim its task came through, releases, aborts.
@@ -11,7 +12,7 @@ import fc from 'fast-check';
 const settled = async (p: Promise<unknown>): Promise<boolean> => {
   let done = false;
   void p.then(() => (done = true), () => (done = true));
-  await new Promise((r) => setTimeout(r, 10));
+  await sleep(10);
   return done;
 };
 const ctx = { slotType: 'activity' as const, taskQueue: 'q', workerIdentity: 'w', workerBuildId: '', isSticky: false };
