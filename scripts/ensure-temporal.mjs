@@ -16,7 +16,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { pidAlive } from '../src/storage/pid-alive.mjs';
+import { withFileLockSync } from '../src/storage/lock-file.mjs';
 import { PROGRAMS, SERVER_VERSION, ensureProgram, programDir } from './ensure-cluster.mjs';
 
 export function cacheRoot() {
@@ -46,80 +46,18 @@ export function goEnv() {
   };
 }
 
-function sleep(ms) {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-}
-
-// A breaker lock older than this was left by a process that died while breaking.
-const BREAKER_STALE_MS = 30_000;
-
-const readOrNull = (file) => {
-  try {
-    return fs.readFileSync(file, 'utf8');
-  } catch (e) {
-    if (e.code === 'ENOENT') return null;
-    throw e;
-  }
-};
-
-// Two waiters can find the same dead holder: if both simply removed the lock, the
-// second could remove the lock the first had just taken, and both would build. So, as
-// in src/storage/file-lock.ts, breakers serialise on `<lock>.break` and remove the
-// lock only if it still holds the text they found stale.
-// A lock file without a pid yet was caught between create and write; only this old is it a leftover.
-const UNPARSABLE_STALE_MS = 10_000;
-
-function breakStale(lock, staleText) {
-  const breaker = `${lock}.break`;
-  try {
-    fs.writeFileSync(breaker, String(process.pid), { flag: 'wx' });
-  } catch (e) {
-    if (e.code !== 'EEXIST') throw e;
-    const st = fs.statSync(breaker, { throwIfNoEntry: false });
-    if (st && Date.now() - st.mtimeMs > BREAKER_STALE_MS) fs.rmSync(breaker, { force: true });
-    return;
-  }
-  try {
-    if (readOrNull(lock) === staleText) fs.rmSync(lock, { force: true });
-  } finally {
-    fs.rmSync(breaker, { force: true });
-  }
-}
-
-// One build at a time per cache: a lock file created with O_EXCL holding our pid. A lock
-// left by a dead process is taken over; a live one is waited for.
+// One build at a time per cache: the lock file of src/storage/lock-file.mjs, holding
+// our bare pid (what builds from older checkouts write and read). A lock left by a dead
+// process is taken over; a live one is waited for, however long its build takes.
 export function withBuildLock(dir, fn, what = 'the Temporal dev server') {
   fs.mkdirSync(dir, { recursive: true });
-  const lock = path.join(dir, '.build.lock');
-  for (let waitedMs = 0; ; waitedMs += 2000) {
-    try {
-      fs.writeFileSync(lock, String(process.pid), { flag: 'wx' });
-      break;
-    } catch (e) {
-      if (e.code !== 'EEXIST') throw e;
-      const text = readOrNull(lock);
-      if (text === null) continue; // released meanwhile
-      const holder = Number(text) || 0;
-      if (!holder) {
-        // Empty: caught between its holder's create and write. Stale only when old.
-        const st = fs.statSync(lock, { throwIfNoEntry: false });
-        if (st && Date.now() - st.mtimeMs > UNPARSABLE_STALE_MS) breakStale(lock, text);
-        else sleep(20);
-        continue;
-      }
-      if (!pidAlive(holder)) {
-        breakStale(lock, text);
-        continue;
-      }
-      if (waitedMs % 30000 === 0) process.stderr.write(`waiting for another build of ${what} (pid ${holder}) ...\n`);
-      sleep(2000);
-    }
-  }
-  try {
-    return fn();
-  } finally {
-    fs.rmSync(lock, { force: true });
-  }
+  let said = -1;
+  const onWait = (holder, waitedMs) => {
+    const every30s = Math.floor(waitedMs / 30_000);
+    if (every30s > said) process.stderr.write(`waiting for another build of ${what} (pid ${holder}) ...\n`);
+    said = every30s;
+  };
+  return withFileLockSync(path.join(dir, '.build.lock'), fn, { text: String(process.pid), timeoutMs: Infinity, maxWaitMs: 2000, onWait });
 }
 
 const fromEnv = (name) => {

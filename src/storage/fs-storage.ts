@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import { createFileExclusive, readBytesIfExists, writeFileAtomic } from './atomic-file';
-import { withFileLock } from './file-lock';
+import { withFileLock } from './lock-file.mjs';
 import { insideLoc } from './location';
 import { StorageEscapeError, type BytesSource, type Entry, type PatchedBytes, type Storage, type Versioned } from './storage';
 
 // The filesystem backend: today's durable primitives (atomic-file.ts) behind the
 // Storage interface. A compare-and-swap has no single syscall, so putIfMatch holds a
-// lock file (`<file>.lock`, O_EXCL, see file-lock.ts) around read-compare-write; the
+// lock file (`<file>.lock`, O_EXCL, see lock-file.mjs) around read-compare-write; the
 // etag is the content's sha256.
 
 const etagOf = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
