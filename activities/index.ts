@@ -1,4 +1,5 @@
 import { FIXED_RESERVATIONS, SMALL_BYTES, withReservation } from './memory-reservations';
+import { makeAdoptedActivities } from './adopted';
 import { makeCommitMerge } from './commit-merge';
 import { makeCommitOptimize } from './commit-optimize';
 import type { ActivityDeps } from './deps';
@@ -19,6 +20,17 @@ export const PREPARED_CACHE_BYTES = 256 * 2 ** 20;
 export type { ActivityDeps, FaultHooks, FreezePoint } from './deps';
 export type { GcInput } from './gc';
 export { activityInterceptors } from './interceptors';
+
+type Fixed = <A, R>(name: string, fn: (a: A) => Promise<R>) => (a: A) => Promise<R>;
+
+/** Adopted tables' activities reserve what the generation kinds' counterparts do. */
+function adopted(fixed: Fixed, a: ReturnType<typeof makeAdoptedActivities>) {
+  return {
+    observeTable: fixed('snapshot', a.observeTable),
+    planAdopted: fixed('planOptimize', a.planAdopted),
+    commitAdopted: fixed('commitOptimize', a.commitAdopted),
+  };
+}
 
 /** The activities a worker registers; names are the activity type names. */
 export function createActivities(input: ActivityDeps) {
@@ -42,5 +54,6 @@ export function createActivities(input: ActivityDeps) {
     ensureIndex: fixed('ensureIndex', makeEnsureIndex(deps)),
     planGc: fixed('planGc', makePlanGc(deps)),
     gc: fixed('gc', makeGc(deps)),
+    ...adopted(fixed, makeAdoptedActivities(deps)),
   };
 }

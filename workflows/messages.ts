@@ -1,8 +1,8 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { AwaitMergedRequest, AwaitMergedResult, BumpRequest, Demand, PauseRequest } from '../src/messages/payload-schemas';
 import type { PolicyOverride } from '../src/config/policy-schema';
-import type { DrainEstimate, Grant, statusView } from '../src/policy';
-import type { Policy } from '../src/policy/types';
+import type { AdoptedLog, DrainEstimate, Grant, statusView } from '../src/policy';
+import type { AdoptedMode, Policy } from '../src/policy/types';
 
 import type { WritePressure } from '../src/writer';
 
@@ -14,6 +14,8 @@ export type StatusView = ReturnType<typeof statusView> & {
   /** Absent from workflows running code from before the drain ETA and the grant record. */
   drain?: DrainEstimate;
   grants?: Grant[];
+  /** Adopted tables: decisions and looks at the table since adoption (src/policy/adopted-log.ts). */
+  adoptedLog?: AdoptedLog;
 };
 
 // Every signal, query and update of the table workflow, defined once; the wire name
@@ -32,6 +34,8 @@ export const checkVersion = defineSignal('checkVersion');
 
 export const awaitMerged = defineUpdate<AwaitMergedResult, [AwaitMergedRequest]>('awaitMerged');
 export const setPolicy = defineUpdate<Policy, [PolicyOverride]>('setPolicy');
+/** Adopted tables: shadow (decide and record) or active (carry out); answers the mode now in force. */
+export const setMode = defineUpdate<AdoptedMode, [AdoptedMode]>('setMode');
 
 // The name is part of the type so read-status.ts can check its literal without loading this module.
 export const state = defineQuery<StatusView, [], 'state'>('state');

@@ -25,16 +25,20 @@ function instruments() {
     retries: metricMeter.createCounter(METRICS.retries, '', 'retried preparations and commits'),
     rowsMerged: metricMeter.createCounter(METRICS.rowsMerged, '', 'rows merged into the base table'),
     rejectedSignals: metricMeter.createCounter(METRICS.rejectedSignals, '', 'signals dropped by the table checks or over the inbox bound'),
+    conflicts: metricMeter.createCounter(METRICS.commitConflicts, '', 'adopted tables: commit attempts lost to an outside writer'),
+    fragments: metricMeter.createGauge(METRICS.fragments, 'int', '', 'adopted tables: fragments at the latest look'),
+    decisions: metricMeter.createCounter(METRICS.maintenanceDecisions, '', 'adopted tables: maintenance decided, per kind and mode (shadow: recorded only)'),
   };
 }
 
 /** One publisher per run, starting from the counters the run began with. */
 export function createMetricsPublisher(start: TableState): (st: TableState, decisions: Decision[], nowMs: number, drain: DrainEstimate) => void {
-  const { backlog, pressure, queueLength, reserved, drainEta, turnWait, turns, stalls, retries, rowsMerged, rejectedSignals } = instruments();
+  const { backlog, pressure, queueLength, reserved, drainEta, turnWait, turns, stalls, retries, rowsMerged, rejectedSignals, conflicts, fragments, decisions: decided } = instruments();
   let last: Counters = start.counters;
   // Counters appear once they are added to: 0 makes stalls and retries visible (and
   // the dashboard's panels non-empty) before the first one happens.
   for (const c of [stalls, retries, rowsMerged, rejectedSignals]) c.add(0, { table: start.table });
+  if (start.adopted) conflicts.add(0, { table: start.table });
   return (st, decisions, nowMs, drain) => {
     const tags = { table: st.table };
     backlog.set(backlogOf(st), tags);
@@ -45,8 +49,10 @@ export function createMetricsPublisher(start: TableState): (st: TableState, deci
     if (drain.state === 'never') drainEta.set(Infinity, tags);
     else if (drain.etaSecs !== null) drainEta.set(drain.etaSecs, tags);
     reserved.set(st.units.reduce((n, u) => n + (u.state === 'preparing' || u.state === 'ready' || u.state === 'committing' ? u.reservedBytes : 0), 0), tags);
+    if (st.adopted?.observed) fragments.set(st.adopted.observed.fragments, tags);
     for (const d of decisions) {
       if (d.type !== 'commit') continue;
+      if (st.adopted) decided.add(1, { ...tags, kind: d.unit.kind, mode: st.adopted.mode });
       for (const u of [d.unit, ...(d.riders ?? [])]) {
         if (u.readySinceMs !== null) turnWait.record(Math.max(0, nowMs - u.readySinceMs) / 1000, { ...tags, kind: u.kind });
       }
@@ -57,6 +63,7 @@ export function createMetricsPublisher(start: TableState): (st: TableState, deci
     addDelta(retries, c.retries - last.retries, tags);
     addDelta(rowsMerged, c.rowsMerged - last.rowsMerged, tags);
     addDelta(rejectedSignals, (c.rejectedSignals ?? 0) - (last.rejectedSignals ?? 0), tags);
+    addDelta(conflicts, (c.commitConflicts ?? 0) - (last.commitConflicts ?? 0), tags);
     last = c;
   };
 }

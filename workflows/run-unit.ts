@@ -43,7 +43,7 @@ const MERGE_PREPARATION_PRIORITY = 2;
 const mergePreparationPriority = (unit: Unit): { priority?: { priorityKey: number } } =>
   unit.kind === 'merge' ? { priority: { priorityKey: MERGE_PREPARATION_PRIORITY } } : {};
 
-function prepActivities(st: TableState, unit: Unit): Activities {
+export function prepActivities(st: TableState, unit: Unit): Activities {
   return proxyActivities<Activities>({
     activityId: activityIdFor('prepare', unit),
     ...mergePreparationPriority(unit),
@@ -83,11 +83,11 @@ export function commitBytes(unit: Unit, riders: Unit[] = []): number {
 }
 
 /** The commit was never started: no worker took it from the task queue in time. */
-function notTaken(err: unknown): boolean {
+export function notTaken(err: unknown): boolean {
   return err instanceof ActivityFailure && err.cause instanceof TimeoutFailure && err.cause.timeoutType === TimeoutType.SCHEDULE_TO_START;
 }
 
-function commitActivities(st: TableState, unit: Unit, summary: string): Activities {
+export function commitActivities(st: TableState, unit: Unit, summary: string): Activities {
   return proxyActivities<Activities>({
     activityId: activityIdFor('commit', unit),
     ...admissionWait(st),

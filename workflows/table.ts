@@ -20,15 +20,21 @@ import {
   recordGrants,
   statusView,
   stepAll,
+  emptyLog,
+  predictedRewriteBytes,
+  recordDecision,
+  recordSample,
+  type AdoptedLog,
   type Carried,
   type DrainEstimate,
   type Grant,
   type RateSample,
 } from '../src/policy';
-import type { Decision, PolicyEvent, TableState } from '../src/policy/types';
+import type { Decision, PolicyEvent, TableState, Unit } from '../src/policy/types';
 import { checkAwaitMerged, checkSignal, type SignalName } from '../src/messages/message-check';
 import * as msg from './messages';
 import { commitUnit, prepareUnit, runSnapshot } from './run-unit';
+import { commitAdopted, prepareAdopted, runObserve } from './adopted-units';
 import { Alarm } from './alarm';
 import { activationSettled } from './activation';
 import { createUiPublisher } from './ui';
@@ -51,6 +57,8 @@ export interface TableWorkflowArgs {
   maxInbox?: number;
   /** Tests only: bound of one awaitMerged wait (default AWAIT_MERGED_BOUND_SECS). */
   awaitMergedBoundSecs?: number;
+  /** An adopted table (`table adopt`): written by others, found at this URI; shards is empty. */
+  adopted?: { uri: string };
 }
 
 const MAX_INBOX = 10_000;
@@ -88,7 +96,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   } else {
     const policy = applyOverride(defaultPolicy(), args.policy ?? {});
     if (!policy.ok) throw ApplicationFailure.nonRetryable(`policy: ${policy.error}`, 'InvalidPolicy');
-    st = initialState({ table: args.table, key: args.key, shards: args.shards, policy: policy.policy, nowMs: Date.now() });
+    st = initialState({ table: args.table, key: args.key, shards: args.shards, policy: policy.policy, nowMs: Date.now(), ...(args.adopted ? { adoptedUri: args.adopted.uri } : {}) });
   }
   const runEventsBound = args.continueAsNewAtEvents ?? RUN_EVENTS_BOUND;
   const stalled = new Set(carried?.stalled ?? []);
@@ -100,6 +108,8 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   // by the shell (the core's decisions do not depend on them), carried across continue-as-new.
   let rates: RateSample[] = carried?.rates ?? [];
   let grants: Grant[] = carried?.grants ?? [];
+  // Adopted tables: what was decided and how the table moved, for shadow-report.
+  let adoptedLog: AdoptedLog | undefined = carried?.adoptedLog ?? (st.adopted ? emptyLog(Date.now()) : undefined);
   const drain = () => estimateDrain(rates, rateSample(st, now()));
   // Metrics must never fail the workflow task (a failing task stalls the table).
   const publishMetricsSafely = (state: TableState, decisions: Decision[], eta: DrainEstimate) => {
@@ -181,19 +191,64 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
       },
     },
   );
+  setHandler(
+    msg.setMode,
+    (mode) => {
+      push({ type: 'modeChanged', mode });
+      return mode;
+    },
+    {
+      validator: (mode) => {
+        if (!st.adopted) throw ApplicationFailure.nonRetryable(`table ${st.table} is not adopted: only adopted tables have a mode`, 'InvalidRequest');
+        if (mode !== 'shadow' && mode !== 'active') throw ApplicationFailure.nonRetryable(`mode: ${JSON.stringify(mode)} is not valid; accepted: shadow, active`, 'InvalidRequest');
+      },
+    },
+  );
   setHandler(msg.state, () => {
     const view = statusView(st, now());
     const pressure = { writePressure: view.writePressure, backlog: view.backlog, hardBacklog: st.policy.hardBacklog, maxWriteDelayMs: st.policy.maxWriteDelayMs };
-    return { ...view, stalledUnits: [...stalled], pressure, policy: st.policy, drain: drain(), grants };
+    return { ...view, stalledUnits: [...stalled], pressure, policy: st.policy, drain: drain(), grants, ...(adoptedLog ? { adoptedLog } : {}) };
   });
 
   // ---- carrying out decisions ----
+  // An adopted table's commit is recorded; in shadow mode that is all, and the core
+  // hears at once that it "committed" nothing, so it decides again when due.
+  const commitOnAdopted = (unit: Unit, why: string): void => {
+    const mode = st.adopted?.mode ?? 'shadow';
+    if (adoptedLog && unit.kind !== 'merge') {
+      const obs = st.adopted?.observed ?? null;
+      const plan = unit.prepared as { reason?: string; predictedBytes?: number } | null;
+      adoptedLog = recordDecision(adoptedLog, {
+        atMs: now(),
+        kind: unit.kind,
+        why,
+        reason: plan?.reason ?? '',
+        predictedBytes: plan?.predictedBytes ?? predictedRewriteBytes(obs, unit.kind),
+        version: st.version,
+        fragments: obs?.fragments ?? 0,
+        carriedOut: mode === 'active',
+      });
+    }
+    if (mode === 'shadow') {
+      push({ type: 'committed', unitId: unit.id, version: st.version, rows: 0, attempts: 1 });
+      return;
+    }
+    commitsInFlight++;
+    void commitAdopted(st, unit, why).then((ev) => {
+      commitsInFlight--;
+      if (ev.type === 'committed' && ev.observation && adoptedLog) adoptedLog = recordSample(adoptedLog, ev.observation);
+      if (ev.type === 'commitFailed' && ev.stalled) stalled.add(ev.unitId);
+      if (ev.type === 'committed') stalled.delete(ev.unitId);
+      push(ev);
+    });
+  };
   const execute = (d: Decision) => {
     switch (d.type) {
       case 'prepare':
-        void prepareUnit(st, d.unit).then(push);
+        void (st.adopted ? prepareAdopted(st, d.unit) : prepareUnit(st, d.unit)).then(push);
         break;
       case 'commit':
+        if (st.adopted) return commitOnAdopted(d.unit, d.why);
         commitsInFlight++;
         void commitUnit(st, d.unit, d.why, d.riders ?? []).then((ev) => {
           commitsInFlight--;
@@ -203,7 +258,14 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
         });
         break;
       case 'snapshot':
-        void runSnapshot(st.table).then(push);
+        if (st.adopted) {
+          void runObserve(st).then((ev) => {
+            if (ev.type === 'observed' && adoptedLog) adoptedLog = recordSample(adoptedLog, ev.observation);
+            push(ev);
+          });
+        } else {
+          void runSnapshot(st.table).then(push);
+        }
         break;
       case 'wakeAt':
         alarm.set(d.atMs);
@@ -247,7 +309,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
     if (draining && commitsInFlight === 0) {
       await condition(allHandlersFinished);
       if (inbox.length > 0) continue; // events that arrived while handlers finished
-      await makeContinueAsNewFunc<typeof tableWorkflow>({ initialVersioningBehavior: 'AUTO_UPGRADE' })({ ...args, carried: { formatVersion: CARRIED_FORMAT, state: carryOver(st), stalled: [...stalled], rates, grants } });
+      await makeContinueAsNewFunc<typeof tableWorkflow>({ initialVersioningBehavior: 'AUTO_UPGRADE' })({ ...args, carried: { formatVersion: CARRIED_FORMAT, state: carryOver(st), stalled: [...stalled], rates, grants, ...(adoptedLog ? { adoptedLog } : {}) } });
     }
   }
 }

@@ -34,6 +34,11 @@ export function formatStatus(s: StatusView): string {
     'shards:',
     ...s.shards.map((sh) => `  ${sh.shard}  sealed ${sh.sealedThroughSeq}  merged ${sh.mergedThroughSeq}${sh.heldReason ? `  HELD: ${sh.heldReason}` : ''}`),
   ];
+  if (s.adopted) {
+    const o = s.adopted.observed;
+    const seen = o ? `${o.fragments} fragments (${o.smallFragments} small), ${o.rows} rows, ${o.unindexedRows} unindexed` : 'not looked at yet';
+    lines.push(`adopted ${s.adopted.uri}  mode ${s.adopted.mode}${s.adopted.mode === 'shadow' ? ' (decides, commits nothing)' : ''}  ${seen}  conflicts ${s.counters.commitConflicts ?? 0}`);
+  }
   if (s.preparing.length) lines.push('preparing:', ...s.preparing.map((u) => `  ${preparingLine(u)}`));
   if (s.queue.length) lines.push('queue:', ...s.queue.map((q) => `  ${q.unitId}  class ${q.class}  waited ${q.waitedSecs} s  ${q.reason}`));
   const c = s.counters;

@@ -129,10 +129,32 @@ export function buildProgram(): Command {
     .option('--indices <COL:TYPE,...>', 'indices kept built; TYPE: btree, bitmap, ivf_flat, ivf_pq')
     .action(run(async () => (await import('./table-commands')).create));
   table
+    .command('adopt')
+    .description('maintain an existing Lance table that others write directly; starts in shadow mode')
+    .argument('<NAME>', 'table name')
+    .option('--uri <URI>', 'the Lance table directory: a path or s3://BUCKET/PREFIX ending in NAME.lance (required)')
+    .option('--key <COL>', 'its primary-key column, if it has one')
+    .option('--policy <FILE>', 'JSON file of policy overrides, over the adopted defaults')
+    .action(run(async () => (await import('./adopt-commands')).adopt));
+  table
     .command('list')
     .description('tables under TURNSTILE_DATA and whether their workflows run')
     .option('--json', 'print JSON')
     .action(run(async () => (await import('./table-commands')).list));
+
+  program
+    .command('mode')
+    .description("an adopted table's mode: shadow (decide and record) or active (carry out)")
+    .argument('<NAME>', 'table name')
+    .argument('<MODE>', 'shadow or active')
+    .action(run(async () => (await import('./adopt-commands')).mode));
+
+  program
+    .command('shadow-report')
+    .description('an adopted table: what Turnstile decided (or did) next to what happened to the table')
+    .argument('<NAME>', 'table name')
+    .option('--json', 'print JSON')
+    .action(run(async () => (await import('./adopt-commands')).report));
 
   program
     .command('status')

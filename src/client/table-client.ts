@@ -11,7 +11,7 @@ import * as msg from '../../workflows/messages';
 import { TurnstileBacklog, TurnstileWritePressure } from '../../workflows/search-attributes';
 import type { StatusView } from '../../workflows/messages';
 import { tableWorkflow, type TableWorkflowArgs } from '../../workflows';
-import type { Policy } from '../policy/types';
+import type { AdoptedMode, Policy } from '../policy/types';
 import { refuseBump, refusePause, refuseResume } from '../policy/request-checks';
 import { payloadProblem } from '../messages/payload-limit';
 import { noLiveWorker, retryQuery, retryWhileBusy } from './busy-retry';
@@ -160,6 +160,11 @@ export class TableClient {
   async setPolicy(table: string, override: PolicyOverride): Promise<Policy> {
     refuse(payloadProblem('policy', override), 'setPolicy');
     return retryWhileBusy(() => this.handle(table).executeUpdate(msg.setPolicy, { args: [override] }));
+  }
+
+  /** Adopted tables: shadow or active (the workflow's validator refuses anything else). */
+  async setMode(table: string, mode: AdoptedMode): Promise<AdoptedMode> {
+    return retryWhileBusy(() => this.handle(table).executeUpdate(msg.setMode, { args: [mode] }));
   }
 
   /** Tables with a running workflow, from visibility. */

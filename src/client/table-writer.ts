@@ -18,6 +18,7 @@ export const workflowArgsFor = (meta: TableMeta): TableWorkflowArgs => ({
   key: meta.key,
   shards: meta.shards,
   ...(meta.policy ? { policy: meta.policy } : {}),
+  ...(meta.adopted ? { adopted: meta.adopted } : {}),
 });
 
 /** How stale the pressure a writer acts on may be: one read of it per writer per interval. */
@@ -44,7 +45,9 @@ export class TableWriter {
   }
 
   static async open(tables: TableClient, root: string, table: string): Promise<TableWriter> {
-    return new TableWriter(tables, root, await readTableMeta(root, table));
+    const meta = await readTableMeta(root, table);
+    if (meta.adopted) throw new Error(`table ${table} is adopted: its writers write to ${meta.adopted.uri} directly, not through generations`);
+    return new TableWriter(tables, root, meta);
   }
 
   /**

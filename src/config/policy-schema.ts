@@ -39,6 +39,11 @@ export const policySchema = z
     commitRetryBaseSecs: num(0, 3600, 1, false),
     commitRetryMaxSecs: num(0, DAY, 60, false),
     commitAdmissionWaitSecs: num(0, 3600, 10, false),
+    compactAtSmallFragments: num(2, 1_000_000, 32),
+    indexAtUnindexedShare: num(0, 1, 0.1, false),
+    pruneAtVersions: num(1, 1_000_000, 20),
+    conflictRetries: num(0, 100, 8),
+    conflictBackoffMaxSecs: num(0, 600, 4, false),
   })
   .strict()
   .superRefine((p, ctx) => {
@@ -72,6 +77,22 @@ export const POLICY_DOCS: Record<keyof Policy, string> = {
   commitRetryMaxSecs: 'upper bound of that backoff',
   commitAdmissionWaitSecs:
     'a commit no worker takes within this long (no memory headroom in the fleet) gives the turn back and waits min(this * 2^(n-1), max(this, commitRetryMaxSecs)) before taking it again; 0 = wait in the task queue holding the turn',
+  compactAtSmallFragments: 'adopted tables: compaction (optimize) is due once the table has this many small fragments',
+  indexAtUnindexedShare: 'adopted tables: an index is rebuilt once this share of the rows (0..1) is not covered by it',
+  pruneAtVersions: 'adopted tables: versions are pruned (optimize) once this many are older than retentionSecs',
+  conflictRetries: 'adopted tables: a commit that loses a race with an outside writer is retried this many times within its turn',
+  conflictBackoffMaxSecs: 'adopted tables: those retries wait a random time up to min(0.25 * 2^n, this) seconds',
+};
+
+/**
+ * What `table adopt` layers under the user's override: an outside table changes without
+ * telling Turnstile, so it is looked at every few seconds while it changes (backing off
+ * to snapshotMaxIntervalSecs when quiet), and compaction may come every 10 s.
+ */
+export const ADOPTED_POLICY: PolicyOverride = {
+  snapshotIntervalSecs: 5,
+  snapshotMaxIntervalSecs: 120,
+  periodSecs: { optimize: 10, index: 60, gc: 60 },
 };
 
 export type PolicyResult = { ok: true; policy: Policy } | { ok: false; error: string };

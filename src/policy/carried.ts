@@ -3,6 +3,7 @@ import { policySchema } from '../config/policy-schema';
 import { INDEX_TYPES } from '../messages/index-spec';
 import { formatZodError } from '../util/zod-format';
 import type { RateSample } from './drain-eta';
+import type { AdoptedLog } from './adopted-log';
 import type { Grant } from './grants';
 import { marks } from './initial';
 import { KINDS, type TableState } from './types';
@@ -37,6 +38,8 @@ export interface Carried {
   rates: RateSample[];
   /** The last turn grants (grants.ts). */
   grants: Grant[];
+  /** Adopted tables: decisions and looks for shadow-report (adopted-log.ts). */
+  adoptedLog?: AdoptedLog;
 }
 
 const count = z.number().int().nonnegative();
@@ -111,6 +114,27 @@ const unit = z.discriminatedUnion('kind', [
   periodicUnit('gc', gcPlan),
 ]);
 
+const observation = z.object({
+  atMs: ms,
+  version: count,
+  rows: count,
+  bytes: count,
+  fragments: count,
+  smallFragments: count,
+  unindexedRows: count,
+  indices: count,
+});
+const periodicKind = z.enum(['optimize', 'index', 'gc']);
+const tally = z.object({ decided: count, carriedOut: count });
+const adoptedLog = z.object({
+  sinceMs: ms,
+  decisions: z.array(
+    z.object({ atMs: ms, kind: periodicKind, why: z.string(), reason: z.string(), predictedBytes: count, version: count, fragments: count, carriedOut: z.boolean() }),
+  ),
+  totals: z.object({ optimize: tally, index: tally, gc: tally }),
+  samples: z.array(z.object({ atMs: ms, version: count, fragments: count, smallFragments: count, rows: count, bytes: count })),
+});
+
 const schedClass = z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4)]);
 const streak = z.object({ kind, count });
 const mark = z.object({ planned: z.number().nullable(), done: z.number().nullable() });
@@ -118,7 +142,8 @@ const mark = z.object({ planned: z.number().nullable(), done: z.number().nullabl
 const state = z
   .object({
     table: z.string().min(1),
-    key: z.string().min(1),
+    // Empty for an adopted table without a declared key.
+    key: z.string(),
     policy: carriedPolicy,
     shards: z.array(shard),
     units: z.array(unit),
@@ -136,6 +161,7 @@ const state = z
       rowsMerged: count,
       rejectedSignals: count.optional(),
       headroomWaits: count.optional(),
+      commitConflicts: count.optional(),
     }),
     version: count,
     dueAtMs: z.object({ optimize: ms, index: ms, gc: ms, snapshot: ms }),
@@ -149,6 +175,7 @@ const state = z
     noIndices: z.boolean().optional(),
     // Default: every periodic kind runs once more when its period is up (what changed since its last run is unknown).
     periodic: z.object({ optimize: mark, index: mark, gc: mark }).default(() => marks(null)),
+    adopted: z.object({ uri: z.string().min(1), mode: z.enum(['shadow', 'active']), observed: observation.nullable() }).optional(),
   })
   .transform((s) => ({ ...s, snapshotEverySecs: s.snapshotEverySecs ?? s.policy.snapshotIntervalSecs }));
 
@@ -158,6 +185,7 @@ export const carriedSchema = z.object({
   stalled: z.array(z.string()).default([]),
   rates: z.array(z.object({ atMs: ms, sealed: count, merged: count })).default([]),
   grants: z.array(z.object({ atMs: ms, unitId: z.string(), kind, why: z.string(), waitedSecs: z.number().nonnegative(), riders: z.array(z.string()).optional() })).default([]),
+  adoptedLog: adoptedLog.optional(),
 }) satisfies z.ZodType<Carried, z.ZodTypeDef, unknown>;
 
 export type CarriedResult = { ok: true; carried: Carried } | { ok: false; error: string };

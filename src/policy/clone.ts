@@ -32,6 +32,8 @@ export function cloneState(s: TableState): TableState {
     streak: s.streak ? { ...s.streak } : null,
     pausedKinds: [...s.pausedKinds],
     bumps: s.bumps.map((b) => ({ ...b, target: { ...b.target } })),
+    // The observation is only ever replaced, never edited.
+    ...(s.adopted ? { adopted: { ...s.adopted } } : {}),
     counters: { ...s.counters, turns: { ...s.counters.turns }, maxTurnWaitSecs: { ...s.counters.maxTurnWaitSecs } },
     dueAtMs: { ...s.dueAtMs },
     periodic: { optimize: { ...s.periodic.optimize }, index: { ...s.periodic.index }, gc: { ...s.periodic.gc } },

@@ -1,3 +1,4 @@
+import { foldCommitObservation, foldObservation, onModeChanged } from './adopted';
 import { clonePolicy } from './clone';
 import { advanceMerged, foldDemand, foldSnapshot, shardOf } from './fold';
 import { forceRun, markDone, scheduleNextSnapshot, snapshotSoon } from './idle';
@@ -117,6 +118,8 @@ function onCommitted(state: TableState, e: Ev<'committed'>, nowMs: number): void
   state.turn = null;
   state.counters.turns[u.kind]++;
   state.counters.retries += Math.max(0, e.attempts - 1);
+  addConflicts(state, e.conflicts);
+  foldCommitObservation(state, e.observation);
   const prevVersion = state.version;
   state.version = Math.max(state.version, e.version);
   finish(state, u, nowMs, e.rows ?? 0, prevVersion);
@@ -124,6 +127,10 @@ function onCommitted(state: TableState, e: Ev<'committed'>, nowMs: number): void
   // A merge is activity: a writer is about, so a lost signal is looked for soon, unless
   // its preparation's or its commit's scan already looked, after the demand that made it.
   if (u.kind === 'merge' && !u.scanned && !e.scan) snapshotSoon(state, nowMs);
+}
+
+function addConflicts(state: TableState, n: number | undefined): void {
+  if (n) state.counters.commitConflicts = (state.counters.commitConflicts ?? 0) + n;
 }
 
 function backOff(state: TableState, u: Unit, nowMs: number, error: string): void {
@@ -166,6 +173,7 @@ function onCommitFailed(state: TableState, e: Ev<'commitFailed'>, nowMs: number)
   if (!u) return;
   const riders = ridersOf(state);
   state.turn = null;
+  addConflicts(state, e.conflicts);
   if (e.stalled) state.counters.stalls++;
   state.counters.retries++;
   if (e.retryable) {
@@ -295,5 +303,13 @@ export function applyEvent(state: TableState, e: PolicyEvent, nowMs: number): vo
       return operator(state, nowMs, () => onResume(state, e.kind));
     case 'policyChanged':
       return operator(state, nowMs, () => onPolicyChanged(state, e, nowMs));
+    case 'observed':
+      state.snapshotInFlight = false;
+      return scheduleNextSnapshot(state, nowMs, foldObservation(state, e.observation, nowMs));
+    case 'observeFailed':
+      state.snapshotInFlight = false;
+      return scheduleNextSnapshot(state, nowMs, null);
+    case 'modeChanged':
+      return operator(state, nowMs, () => onModeChanged(state, e.mode));
   }
 }

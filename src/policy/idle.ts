@@ -1,3 +1,4 @@
+import { adoptedWants } from './adopted';
 import { justGrantedDirect } from './brief-turn';
 import type { PeriodicKind, Policy, TableState } from './types';
 
@@ -24,6 +25,7 @@ export function changeMark(state: TableState, kind: PeriodicKind): number {
 
 /** Whether a periodic kind has anything to look at when its period comes round. */
 export function hasChanged(state: TableState, kind: PeriodicKind): boolean {
+  if (state.adopted) return adoptedWants(state, kind);
   const done = state.periodic[kind].done;
   // Nothing to build whatever changed; a bump (done null) still looks again.
   if (kind === 'index' && state.noIndices === true) return done === null;

@@ -28,3 +28,5 @@ export { factsOf, seqHorizon, refuseDemand, refuseAwaitMerged, refuseBump, refus
 export { rateSample, addRateSample, estimateDrain, formatDrain, DRAIN_WINDOW_MS, DRAIN_SAMPLE_EVERY_MS, type RateSample, type DrainEstimate, type DrainState } from './drain-eta';
 export { canonicalOrder } from './batch-order';
 export { recordGrants, MAX_GRANTS, type Grant } from './grants';
+export { adoptedWants, criteria, predictedRewriteBytes, ADOPTED_DEFAULTS } from './adopted';
+export { emptyLog, recordDecision, recordSample, MAX_DECISIONS, MAX_SAMPLES, type AdoptedLog, type MaintenanceDecision, type TableSample } from './adopted-log';

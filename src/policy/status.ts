@@ -2,7 +2,7 @@ import { blockedByOperator, classWhy, isEligible, limitedStreak, pickTurn, sortF
 import { formatBytes } from '../config/bytes';
 import { backlogOf } from './pressure';
 import { fmtSecs, plural } from './time';
-import type { Counters, Kind, Phase, SchedClass, TableState, Unit } from './types';
+import type { Adopted, Counters, Kind, Phase, SchedClass, TableState, Unit } from './types';
 import { preparingCount, wantedUnits } from './units';
 
 // The object `turnstile status --json` prints (README), including why every
@@ -52,6 +52,8 @@ export interface StatusView {
   counters: Counters;
   /** The generation-store scan: its current period (see idle.ts) and when the next one starts. */
   snapshot: { everySecs: number; running: boolean; nextInSecs: number | null };
+  /** Adopted tables only: where the table is, the mode, and the latest look at it. */
+  adopted?: Adopted;
 }
 
 /** "waiting for 380 MiB of headroom": what status, the UI details and the README say. */
@@ -137,5 +139,6 @@ export function statusView(state: TableState, nowMs: number): StatusView {
       running: state.snapshotInFlight,
       nextInSecs: state.snapshotInFlight ? null : Math.max(0, state.dueAtMs.snapshot - nowMs) / 1000,
     },
+    ...(state.adopted ? { adopted: { ...state.adopted } } : {}),
   };
 }

@@ -60,6 +60,16 @@ export interface Policy {
    * queue holding the turn. Absent in policies from before it existed.
    */
   commitAdmissionWaitSecs?: number;
+  /** Adopted tables: compaction is due once the table has this many small fragments. */
+  compactAtSmallFragments?: number;
+  /** Adopted tables: an index is refreshed once this share of the table's rows is not in it. */
+  indexAtUnindexedShare?: number;
+  /** Adopted tables: old versions are pruned once this many are older than retentionSecs. */
+  pruneAtVersions?: number;
+  /** Adopted tables: a commit that loses a race with an outside writer is retried this many times. */
+  conflictRetries?: number;
+  /** Adopted tables: longest jittered wait between two of those retries. */
+  conflictBackoffMaxSecs?: number;
 }
 
 export interface ShardState {
@@ -170,6 +180,8 @@ export interface Counters {
   rejectedSignals?: number;
   /** Commits that gave the turn back because no worker had the headroom for them. */
   headroomWaits?: number;
+  /** Commit attempts lost to a concurrent outside commit (adopted tables), retried or not. */
+  commitConflicts?: number;
 }
 
 export interface TurnHolder {
@@ -202,6 +214,34 @@ export interface PeriodicMark {
   planned: number | null;
   /** The mark its last completed run covered; null: run at its next due time regardless. */
   done: number | null;
+}
+
+/** What a look at an adopted table found (activities/observe-table.ts). */
+export interface Observation {
+  atMs: number;
+  version: number;
+  rows: number;
+  /** Bytes of the table's data files at this version. */
+  bytes: number;
+  fragments: number;
+  smallFragments: number;
+  /** Rows not covered, summed over the table's indices. */
+  unindexedRows: number;
+  indices: number;
+}
+
+export type AdoptedMode = 'shadow' | 'active';
+
+/**
+ * A table written by others that Turnstile maintains (`table adopt`): no shards, its
+ * versions are the demand, and in shadow mode no commit of Turnstile's is carried out.
+ */
+export interface Adopted {
+  /** The Lance table's directory: a local path or s3://BUCKET/PREFIX/NAME.lance. */
+  uri: string;
+  mode: AdoptedMode;
+  /** The latest observation, null until the first. */
+  observed: Observation | null;
 }
 
 export interface TableState {
@@ -248,6 +288,8 @@ export interface TableState {
   noIndices?: boolean;
   /** Per periodic kind, what its last run covered (see changeMark in idle.ts). */
   periodic: { optimize: PeriodicMark; index: PeriodicMark; gc: PeriodicMark };
+  /** Present only for adopted tables. */
+  adopted?: Adopted;
 }
 
 // ---- events fed by the workflow shell ----
@@ -266,8 +308,8 @@ export type PolicyEvent =
   | PreparedEvent
   | { type: 'prepareFailed'; unitId: string; error: string; retryable: boolean; stalled: boolean }
   /** scan: the store as a merge's commit saw it when it ended (it counts as a snapshot). */
-  | { type: 'committed'; unitId: string; version: number; rows?: number; attempts: number; scan?: StoreScan }
-  | { type: 'commitFailed'; unitId: string; error: string; retryable: boolean; stalled: boolean }
+  | { type: 'committed'; unitId: string; version: number; rows?: number; attempts: number; scan?: StoreScan; conflicts?: number; observation?: Observation }
+  | { type: 'commitFailed'; unitId: string; error: string; retryable: boolean; stalled: boolean; conflicts?: number }
   /**
    * The turn holder's commit was taken by no worker within commitAdmissionWaitSecs:
    * it never started, so nothing was done. `bytes`: what the commit reserves.
@@ -277,7 +319,11 @@ export type PolicyEvent =
   | { type: 'bump'; bump: Bump }
   | { type: 'pause'; kind: Kind | null }
   | { type: 'resume'; kind: Kind | null }
-  | { type: 'policyChanged'; policy: Policy };
+  | { type: 'policyChanged'; policy: Policy }
+  /** An adopted table was looked at (its snapshot). */
+  | { type: 'observed'; observation: Observation }
+  | { type: 'observeFailed'; error: string }
+  | { type: 'modeChanged'; mode: AdoptedMode };
 
 /**
  * A preparation finished; its result has the shape of its unit's kind. `scan`: the

@@ -25,7 +25,7 @@ export const lanceTableDir = (root: string, name: string): string => joinLoc(roo
 export const lanceConnectOptions = (root: string): Partial<lancedb.ConnectionOptions> | undefined =>
   isS3(root) ? { storageOptions: lanceStorageOptions() } : undefined;
 
-function connect(root: string): Promise<lancedb.Connection> {
+export function connect(root: string): Promise<lancedb.Connection> {
   let c = connections.get(root);
   if (!c) {
     c = lancedb.connect(root, lanceConnectOptions(root));

@@ -19,6 +19,11 @@ export interface TableMeta {
    * this is what a workflow started afresh (after a terminate) begins with.
    */
   policy?: PolicyOverride;
+  /**
+   * An adopted table (`table adopt`): a Lance table written directly by others, at this
+   * URI. It has no shards and no generations; key is '' when none was declared.
+   */
+  adopted?: { uri: string };
 }
 
 export class TableNotFoundError extends Error {
@@ -43,6 +48,12 @@ export class TableExistsError extends Error {
 
 function validateMeta(meta: TableMeta): TableMeta {
   validateTableName(meta.name);
+  if (meta.adopted) {
+    if (typeof meta.adopted.uri !== 'string' || meta.adopted.uri === '') throw new Error('adopted.uri: the Lance table directory is needed');
+    if (meta.shards.length > 0) throw new Error('shards: an adopted table has none (its writers write to it directly)');
+    if (meta.key !== '') validateColumnName(meta.key);
+    return meta;
+  }
   validateColumnName(meta.key);
   if (meta.key === SEQ_COLUMN) throw new Error(`key: ${SEQ_COLUMN} is reserved for the generation seq`);
   if (!Array.isArray(meta.shards) || meta.shards.length === 0) throw new Error('shards: at least one shard is needed');
@@ -58,7 +69,14 @@ function validateMeta(meta: TableMeta): TableMeta {
 }
 
 export async function createTableMeta(root: string, input: TableMeta): Promise<TableMeta> {
-  const meta = validateMeta({ name: input.name, key: input.key, shards: [...input.shards], indices: [...input.indices], ...(input.policy ? { policy: input.policy } : {}) });
+  const meta = validateMeta({
+    name: input.name,
+    key: input.key,
+    shards: [...input.shards],
+    indices: [...input.indices],
+    ...(input.policy ? { policy: input.policy } : {}),
+    ...(input.adopted ? { adopted: { uri: input.adopted.uri } } : {}),
+  });
   const l = tableLayout(root, meta.name);
   const store = storageAt(root);
   await store.ensureDir(l.prepared);

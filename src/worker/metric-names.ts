@@ -27,6 +27,12 @@ export const METRICS = {
   rowsMerged: 'turnstile_rows_merged_total',
   /** counter {table}: signals dropped by the table's checks or over its inbox bound (hostile or buggy clients). */
   rejectedSignals: 'turnstile_rejected_signals_total',
+  /** counter {table}: adopted tables' commit attempts that lost a race with an outside writer. */
+  commitConflicts: 'turnstile_commit_conflicts_total',
+  /** gauge {table}: adopted tables' fragment count at the latest look. */
+  fragments: 'turnstile_table_fragments',
+  /** counter {table, kind, mode}: adopted tables' maintenance decisions (mode shadow: recorded only). */
+  maintenanceDecisions: 'turnstile_maintenance_decisions_total',
   /** histogram {activity_type, phase}: seconds an activity spent in each progress phase. */
   phaseSeconds: 'turnstile_phase_seconds',
 } as const;

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { policySchema } from '../../src/config/policy-schema';
+import { defaultPolicy, policySchema } from '../../src/config/policy-schema';
 import { addRateSample, CARRIED_FORMAT, carryOver, initialState, parseCarried, rateSample, recordGrants, step, type Carried, type Grant, type RateSample } from '../../src/policy';
 import type { PolicyEvent, TableState } from '../../src/policy/types';
 import { runSimulation } from '../../src/sim';
@@ -47,9 +47,12 @@ describe('what release 0.1.0 carried', () => {
     for (const u of c.state.units) expect(u.kind === 'merge' && u.prepared?.preparedPath).toMatch(/\.arrow$/);
     expect(c.state.counters).toEqual(raw.state.counters);
     expect(c.state.version).toBe(raw.state.version);
-    // ... and everything else too: only the replay flags are gone.
+    // ... and everything else too: only the replay flags are gone, and policy keys added
+    // since come with their defaults.
     const kept = Object.fromEntries(Object.entries(raw.state).filter(([k]) => !REPLAY_FLAGS.includes(k)));
-    expect(c.state).toEqual(kept);
+    const rawPolicy = raw.state.policy as Record<string, unknown>;
+    const added = Object.fromEntries(Object.entries(defaultPolicy()).filter(([k]) => !(k in rawPolicy)));
+    expect(c.state).toEqual({ ...kept, policy: { ...rawPolicy, ...added } });
     for (const k of REPLAY_FLAGS) expect(k in c.state).toBe(false);
     expect({ stalled: c.stalled, rates: c.rates, grants: c.grants }).toEqual({ stalled: raw.stalled, rates: raw.rates, grants: raw.grants });
   });

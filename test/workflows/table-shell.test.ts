@@ -51,6 +51,15 @@ function mockActivities(over: Partial<Activities> = {}): Activities {
     ensureIndex: async () => ({ version, rows: 0, built: [] }),
     planGc: async () => ({ files: [], tempFiles: [] }),
     gc: async () => ({ deleted: 0, bytesFreed: 0 }),
+    observeTable: async () => {
+      throw new Error('not an adopted table');
+    },
+    planAdopted: async () => {
+      throw new Error('not an adopted table');
+    },
+    commitAdopted: async () => {
+      throw new Error('not an adopted table');
+    },
   };
   return { ...acts, ...over };
 }
