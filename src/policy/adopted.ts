@@ -42,7 +42,8 @@ export function adoptedWants(state: TableState, kind: PeriodicKind): boolean {
     case 'optimize':
       return obs.smallFragments >= c.compactAtSmallFragments;
     case 'index':
-      return obs.indices > 0 && obs.unindexedRows > 0 && obs.unindexedRows >= c.indexAtUnindexedShare * Math.max(1, obs.rows);
+      // A share compared as a quotient: share * rows rounds above an exact count (0.07 * 100 > 7).
+      return obs.indices > 0 && obs.unindexedRows > 0 && obs.unindexedRows / Math.max(1, obs.rows) >= c.indexAtUnindexedShare;
     case 'gc':
       return done !== state.version;
   }
