@@ -236,7 +236,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
     commitsInFlight++;
     void commitAdopted(st, unit, why).then((ev) => {
       commitsInFlight--;
-      if (ev.type === 'committed' && ev.observation && adoptedLog) adoptedLog = recordSample(adoptedLog, ev.observation);
+      if (ev.type === 'committed' && ev.observation && adoptedLog) adoptedLog = recordSample(adoptedLog, ev.observation, true);
       if (ev.type === 'commitFailed' && ev.stalled) stalled.add(ev.unitId);
       if (ev.type === 'committed') stalled.delete(ev.unitId);
       push(ev);

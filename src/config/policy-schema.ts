@@ -43,7 +43,7 @@ export const policySchema = z
     indexAtUnindexedShare: num(0, 1, 0.1, false),
     pruneAtVersions: num(1, 1_000_000, 20),
     conflictRetries: num(0, 100, 8),
-    conflictBackoffMaxSecs: num(0, 600, 4, false),
+    conflictBackoffMaxSecs: num(0, 600, 2, false),
   })
   .strict()
   .superRefine((p, ctx) => {
@@ -81,18 +81,20 @@ export const POLICY_DOCS: Record<keyof Policy, string> = {
   indexAtUnindexedShare: 'adopted tables: an index is rebuilt once this share of the rows (0..1) is not covered by it',
   pruneAtVersions: 'adopted tables: versions are pruned (optimize) once this many are older than retentionSecs',
   conflictRetries: 'adopted tables: a commit that loses a race with an outside writer is retried this many times within its turn',
-  conflictBackoffMaxSecs: 'adopted tables: those retries wait a random time up to min(0.25 * 2^n, this) seconds',
+  conflictBackoffMaxSecs: 'adopted tables: the nth of those retries waits a random time up to min(0.1 * 2^(n-1), this) seconds',
 };
 
 /**
  * What `table adopt` layers under the user's override: an outside table changes without
- * telling Turnstile, so it is looked at every few seconds while it changes (backing off
- * to snapshotMaxIntervalSecs when quiet), and compaction may come every 10 s.
+ * telling Turnstile, so it is looked at every 2 s while it changes (backing off to
+ * snapshotMaxIntervalSecs when quiet), and compaction may come every 5 s: a compaction
+ * of few small fragments is short, and a short one rarely loses to an outside update
+ * (activities/adopted.ts).
  */
 export const ADOPTED_POLICY: PolicyOverride = {
-  snapshotIntervalSecs: 5,
+  snapshotIntervalSecs: 2,
   snapshotMaxIntervalSecs: 120,
-  periodSecs: { optimize: 10, index: 60, gc: 60 },
+  periodSecs: { optimize: 5, index: 60, gc: 60 },
 };
 
 export type PolicyResult = { ok: true; policy: Policy } | { ok: false; error: string };

@@ -20,8 +20,8 @@ export interface MaintenanceDecision {
   carriedOut: boolean;
 }
 
-/** The table as one look found it. */
-export type TableSample = Pick<Observation, 'atMs' | 'version' | 'fragments' | 'smallFragments' | 'rows' | 'bytes'>;
+/** The table as one look found it; `ours`: the look a commit of Turnstile's took when it ended. */
+export type TableSample = Pick<Observation, 'atMs' | 'version' | 'fragments' | 'smallFragments' | 'rows' | 'bytes'> & { ours?: true };
 
 export interface AdoptedLog {
   /** When the log began (adoption, or a release that had none). */
@@ -56,10 +56,10 @@ export function recordDecision(log: AdoptedLog, d: MaintenanceDecision): Adopted
  * is dropped, so the samples always span the whole time since adoption at a resolution
  * that halves as it ages, instead of only the last few minutes.
  */
-export function recordSample(log: AdoptedLog, obs: Observation): AdoptedLog {
+export function recordSample(log: AdoptedLog, obs: Observation, ours = false): AdoptedLog {
   const last = log.samples[log.samples.length - 1];
   if (last && last.version === obs.version && last.fragments === obs.fragments) return log;
-  const s: TableSample = { atMs: obs.atMs, version: obs.version, fragments: obs.fragments, smallFragments: obs.smallFragments, rows: obs.rows, bytes: obs.bytes };
+  const s: TableSample = { atMs: obs.atMs, version: obs.version, fragments: obs.fragments, smallFragments: obs.smallFragments, rows: obs.rows, bytes: obs.bytes, ...(ours ? { ours: true as const } : {}) };
   let samples = [...log.samples, s];
   if (samples.length > MAX_SAMPLES) {
     const half = Math.floor(samples.length / 2);
@@ -69,19 +69,16 @@ export function recordSample(log: AdoptedLog, obs: Observation): AdoptedLog {
 }
 
 /**
- * Compactions someone else ran: looks between which the fragment count fell while no
- * compaction of Turnstile's was carried out. Writers only ever add fragments (an
- * update that empties a fragment removes one at most), so a fall of two or more is a
- * compaction.
+ * Compactions someone else ran: looks between which the fragment count fell by two or
+ * more (writers only ever add fragments; an update that empties one removes one at
+ * most) where the later look is not the one a commit of Turnstile's took as it ended.
  */
 export function outsideCompactions(log: AdoptedLog): { atMs: number; fragmentsBefore: number; fragmentsAfter: number }[] {
-  const ours = log.decisions.filter((d) => d.carriedOut && (d.kind === 'optimize' || d.kind === 'gc')).map((d) => d.atMs);
   const out: { atMs: number; fragmentsBefore: number; fragmentsAfter: number }[] = [];
   for (let i = 1; i < log.samples.length; i++) {
     const a = log.samples[i - 1]!;
     const b = log.samples[i]!;
-    if (a.fragments - b.fragments < 2) continue;
-    if (ours.some((t) => t >= a.atMs && t <= b.atMs)) continue;
+    if (a.fragments - b.fragments < 2 || b.ours) continue;
     out.push({ atMs: b.atMs, fragmentsBefore: a.fragments, fragmentsAfter: b.fragments });
   }
   return out;

@@ -10,7 +10,7 @@ export const ADOPTED_DEFAULTS = {
   indexAtUnindexedShare: 0.1,
   pruneAtVersions: 20,
   conflictRetries: 8,
-  conflictBackoffMaxSecs: 4,
+  conflictBackoffMaxSecs: 2,
 } as const;
 
 type Criteria = Required<Pick<Policy, keyof typeof ADOPTED_DEFAULTS>>;

@@ -121,6 +121,7 @@ const observation = z.object({
   bytes: count,
   fragments: count,
   smallFragments: count,
+  smallRows: count.optional(),
   unindexedRows: count,
   indices: count,
 });
@@ -132,7 +133,7 @@ const adoptedLog = z.object({
     z.object({ atMs: ms, kind: periodicKind, why: z.string(), reason: z.string(), predictedBytes: count, version: count, fragments: count, carriedOut: z.boolean() }),
   ),
   totals: z.object({ optimize: tally, index: tally, gc: tally }),
-  samples: z.array(z.object({ atMs: ms, version: count, fragments: count, smallFragments: count, rows: count, bytes: count })),
+  samples: z.array(z.object({ atMs: ms, version: count, fragments: count, smallFragments: count, rows: count, bytes: count, ours: z.literal(true).optional() })),
 });
 
 const schedClass = z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4)]);

@@ -225,6 +225,8 @@ export interface Observation {
   bytes: number;
   fragments: number;
   smallFragments: number;
+  /** Rows in the small fragments, estimated (small fragments x the median fragment length). */
+  smallRows?: number;
   /** Rows not covered, summed over the table's indices. */
   unindexedRows: number;
   indices: number;
