@@ -72,6 +72,11 @@ function detailsMarkdown(st: TableState, nowMs: number, drain: DrainEstimate): s
     '',
     `**drain ETA:** ${formatDrain(drain)}`,
   ];
+  if (st.adopted) {
+    const o = st.adopted.observed;
+    const mode = st.adopted.mode === 'shadow' ? '**shadow** (decides and records, commits nothing)' : '**active**';
+    lines.push('', `**adopted** ${st.adopted.uri} · ${mode}${o ? ` · ${o.fragments} fragments (${o.smallFragments} small), ${o.unindexedRows} unindexed rows` : ''} · conflicts ${st.counters.commitConflicts ?? 0}`);
+  }
   // A commit no worker had the memory for waits without the turn; say so first.
   const waiting = st.units.filter((u) => u.state === 'backoff' && u.waitingForBytes !== undefined);
   if (waiting.length) lines.push('', ...waiting.map((u) => `**${u.id}:** ${headroomLine(u.waitingForBytes!)} (the turn is free meanwhile)`));
