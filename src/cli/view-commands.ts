@@ -1,3 +1,4 @@
+import { formatBytes } from '../config/bytes';
 import type { StatusView } from '../../workflows/messages';
 import type { TableClient } from '../client/table-client';
 import { int, type Parsed } from './args';
@@ -54,8 +55,10 @@ export async function why(p: Parsed): Promise<void> {
   const name = tableArg(p);
   const s = await withTables((t) => t.operatorState(name));
   const grants = s.grants ?? [];
+  // An adopted table's turns are maintenance decisions: what each found and would rewrite.
+  const decisions = s.adoptedLog?.decisions.slice(-grants.length || -20) ?? [];
   if (p.flags.json) {
-    console.log(JSON.stringify({ table: s.table, turn: s.turn, grants }, null, 2));
+    console.log(JSON.stringify({ table: s.table, turn: s.turn, grants, ...(s.adoptedLog ? { decisions } : {}) }, null, 2));
     return;
   }
   console.log(`table ${s.table}: turn ${s.turn ? `${s.turn.unitId} (${s.turn.why})` : 'free'}`);
@@ -64,5 +67,11 @@ export async function why(p: Parsed): Promise<void> {
   for (const g of grants) {
     const riders = g.riders?.length ? ` (with ${g.riders.join(', ')})` : '';
     console.log(`  ${new Date(g.atMs).toISOString().slice(11, 23)}  ${g.unitId}${riders}  waited ${g.waitedSecs.toFixed(1)} s  won: ${g.why}`);
+  }
+  if (s.adopted && decisions.length) {
+    console.log(`adopted, mode ${s.adopted.mode}: the last ${decisions.length} maintenance decisions`);
+    for (const d of decisions) {
+      console.log(`  ${new Date(d.atMs).toISOString().slice(11, 23)}  ${d.kind}  ${d.carriedOut ? 'carried out' : 'recorded only'}  ${d.reason}  rewrite ~${formatBytes(d.predictedBytes)}`);
+    }
   }
 }
