@@ -131,6 +131,42 @@ describe('outsideCompactions', () => {
     }
   });
 
+  // Thinning drops every other sample of the older half whether or not it is a commit's
+  // look: the fall into a dropped one then shows between two unmarked samples.
+  it.fails("when only Turnstile compacts, no compaction is someone else's, however many looks were thinned out (property)", () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.integer({ min: 1, max: 5 }), fc.boolean()), { minLength: MAX_SAMPLES, maxLength: 3 * MAX_SAMPLES }), (steps) => {
+        let log = emptyLog(0);
+        let t = 0;
+        let v = 1;
+        let f = 1;
+        for (const [grow, compact] of steps) {
+          t += 1000;
+          v++;
+          if (compact && f >= 3) {
+            f = 1;
+            log = recordSample(log, look(t, v, f), true);
+          } else {
+            f += grow;
+            log = recordSample(log, look(t, v, f));
+          }
+          expect(outsideCompactions(log)).toEqual([]);
+        }
+      }),
+      { numRuns: 50 },
+    );
+  });
+
+  // Looks run beside commits: one that ends after Turnstile's compaction committed, but
+  // before its commit's own look is back, finds the fewer fragments first; the commit's
+  // look is then skipped as unchanged and the fall stays unmarked.
+  it.fails("a look that saw Turnstile's compaction before the commit's own look came back does not make it someone else's", () => {
+    let log = samples(emptyLog(0), [1000, 1, 40], [2000, 2, 41]);
+    log = recordSample(log, look(3000, 3, 2));
+    log = recordSample(log, look(3010, 3, 2), true);
+    expect(outsideCompactions(log)).toEqual([]);
+  });
+
   it("a compaction of Turnstile's stays its own after MAX_DECISIONS later decisions", () => {
     let log = samples(emptyLog(0), [1000, 1, 40], [2000, 2, 41]);
     log = recordDecision(log, decision({ kind: 'optimize', atMs: 2500, carriedOut: true }));
