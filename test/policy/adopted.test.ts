@@ -324,20 +324,29 @@ describe('what an adopted table carries across continue-as-new', () => {
     | { t: 'wait'; ms: number };
 
   const actArb: fc.Arbitrary<Act> = fc.oneof(
-    fc.record({
-      t: fc.constant('look' as const),
-      versionUp: fc.constantFrom(0, 0, 1, 3),
-      smallFragments: fc.integer({ min: 0, max: 60 }),
-      fragmentsMore: fc.integer({ min: 0, max: 5 }),
-      unindexedRows: fc.integer({ min: 0, max: 2000 }),
-      indices: fc.integer({ min: 0, max: 3 }),
-    }),
-    fc.constant({ t: 'lookFailed' as const }),
-    fc.record({ t: fc.constant('plan' as const), needsCommit: fc.boolean(), fails: fc.boolean(), stale: fc.subarray(['id_idx', 'vec_idx']) }),
-    fc.record({ t: fc.constant('commit' as const), ok: fc.boolean(), conflicts: fc.nat({ max: 9 }), withLook: fc.boolean(), retryable: fc.boolean(), late: fc.boolean() }),
-    fc.record({ t: fc.constant('mode' as const), mode: fc.constantFrom('shadow' as const, 'active' as const) }),
-    fc.record({ t: fc.constant('bump' as const), kind: fc.constantFrom(...KINDS_P) }),
-    fc.record({ t: fc.constant('wait' as const), ms: fc.constantFrom(100, 2_000, 10_000, 60_000, 300_000) }),
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        t: fc.constant('look' as const),
+        versionUp: fc.constantFrom(0, 0, 1, 3),
+        smallFragments: fc.integer({ min: 0, max: 60 }),
+        fragmentsMore: fc.integer({ min: 0, max: 5 }),
+        unindexedRows: fc.integer({ min: 0, max: 2000 }),
+        indices: fc.integer({ min: 0, max: 3 }),
+      }),
+    },
+    { weight: 1, arbitrary: fc.constant({ t: 'lookFailed' as const }) },
+    {
+      weight: 4,
+      arbitrary: fc.record({ t: fc.constant('plan' as const), needsCommit: fc.boolean(), fails: fc.integer({ min: 0, max: 4 }).map((n) => n === 0), stale: fc.subarray(['id_idx', 'vec_idx']) }),
+    },
+    {
+      weight: 4,
+      arbitrary: fc.record({ t: fc.constant('commit' as const), ok: fc.boolean(), conflicts: fc.nat({ max: 9 }), withLook: fc.boolean(), retryable: fc.boolean(), late: fc.boolean() }),
+    },
+    { weight: 1, arbitrary: fc.record({ t: fc.constant('mode' as const), mode: fc.constantFrom('shadow' as const, 'active' as const) }) },
+    { weight: 1, arbitrary: fc.record({ t: fc.constant('bump' as const), kind: fc.constantFrom(...KINDS_P) }) },
+    { weight: 3, arbitrary: fc.record({ t: fc.constant('wait' as const), ms: fc.constantFrom(100, 2_000, 10_000, 60_000, 300_000) }) },
   );
 
   /** What the adopted activities hand the core as a plan, in the shape of its kind (workflows/adopted-units.ts). */
@@ -355,7 +364,7 @@ describe('what an adopted table carries across continue-as-new', () => {
       pruneAtVersions: fc.integer({ min: 1, max: 30 }),
     });
     await fc.assert(
-      fc.asyncProperty(policyArb, fc.array(actArb, { minLength: 1, maxLength: 80 }), async (over, acts) => {
+      fc.asyncProperty(policyArb, fc.array(actArb, { minLength: 1, maxLength: 80, size: 'max' }), async (over, acts) => {
         await yieldToRunner();
         const checked = applyOverride(defaultPolicy(), { ...ADOPTED_POLICY, ...over });
         if (!checked.ok) throw new Error(checked.error);
@@ -388,6 +397,7 @@ describe('what an adopted table carries across continue-as-new', () => {
           bytes: 10_000 * fragments,
           fragments,
           smallFragments: Math.min(a.smallFragments, fragments),
+          smallRows: 10 * Math.min(a.smallFragments, fragments),
           unindexedRows: Math.min(a.unindexedRows, 1000 + version),
           indices: a.indices,
         });
@@ -425,7 +435,7 @@ describe('what an adopted table carries across continue-as-new', () => {
                 fragments = 1;
               }
               const o = a.withLook ? lookNow({ smallFragments: 0, unindexedRows: 0, indices: 1 }) : undefined;
-              if (a.ok && o) log = recordSample(log, o);
+              if (a.ok && o) log = recordSample(log, o, true);
               send(
                 a.ok
                   ? { type: 'committed', unitId, version: mode === 'active' ? version : st.version, rows: 0, attempts: 1, conflicts: a.conflicts, ...(o ? { observation: o } : {}) }
