@@ -6,6 +6,7 @@ import { parseGenerationName } from '../src/storage/layout';
 import { basenameLoc, dirnameLoc } from '../src/storage/location';
 import { storageAt } from '../src/storage/open-storage';
 import { raiseGcFloor } from '../src/storage/gc-floor';
+import { tableFiles } from '../src/storage/table-files';
 import { ProgressReporter } from './progress';
 import { readTableMeta } from '../src/storage/table-meta';
 import { checksumFile } from '../src/storage/arrow';
@@ -30,7 +31,8 @@ async function recordGenerationFloors(root: string, table: string, files: string
     const shard = basenameLoc(dirnameLoc(f));
     highest.set(shard, Math.max(highest.get(shard) ?? 0, seq));
   }
-  for (const [shard, seq] of highest) await raiseGcFloor(root, table, shard, seq);
+  const at = tableFiles(root, table);
+  for (const [shard, seq] of highest) await raiseGcFloor(at, shard, seq);
 }
 
 export function makeGc(deps: ActivityDeps) {

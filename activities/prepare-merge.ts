@@ -4,7 +4,8 @@ import { withScratch, withSharedScratch, type Alloc } from '../src/storage/scrat
 import { notFound } from '../src/storage/storage';
 import { readSealed, readShardSealed } from '../src/storage/generation-store';
 import { readGcFloor } from '../src/storage/gc-floor';
-import { generationFile, parsePreparedName, preparedFile, tableLayout, type TableLayout } from '../src/storage/layout';
+import { tableFiles } from '../src/storage/table-files';
+import { generationFile, parsePreparedName, preparedFile, type TableLayout } from '../src/storage/layout';
 import { storageOf } from '../src/storage/open-storage';
 import { readTableMeta } from '../src/storage/table-meta';
 import { boundMergeRange, holdingWhileWaiting, prepareReservation, withReservation } from './memory-reservations';
@@ -225,7 +226,7 @@ export function makePrepareMerge(deps: ActivityDeps) {
 async function widenToSealed(deps: ActivityDeps, input: PrepareMergeInput): Promise<{ widened: PrepareMergeInput; sealedThroughSeq?: number }> {
   const { fromSeq, toSeq } = input;
   if (!Number.isSafeInteger(fromSeq) || !Number.isSafeInteger(toSeq) || fromSeq < 1 || fromSeq > toSeq) return { widened: input };
-  const sealed = await readShardSealed(deps.dataRoot, input.table, input.shard).catch(() => null);
+  const sealed = await readShardSealed(tableFiles(deps.dataRoot, input.table), input.shard).catch(() => null);
   if (!sealed) return { widened: input };
   const widened = sealed.sealedThroughSeq > toSeq ? { ...input, toSeq: sealed.sealedThroughSeq } : input;
   return { widened, sealedThroughSeq: sealed.sealedThroughSeq };
@@ -244,12 +245,13 @@ export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, prog
   const meta = await readTableMeta(deps.dataRoot, table);
   if (!meta.shards.includes(shard)) throw fail('InvalidInput', `shard ${shard} is not a shard of table ${table}`);
   if (input.key !== meta.key) throw fail('InvalidInput', `key ${input.key} is not table ${table}'s key ${meta.key}`);
-  const sealed = sealedThroughSeq === undefined ? await readShardSealed(deps.dataRoot, table, shard) : { sealedThroughSeq };
+  const files = tableFiles(deps.dataRoot, table);
+  const sealed = sealedThroughSeq === undefined ? await readShardSealed(files, shard) : { sealedThroughSeq };
   if (toSeq > sealed.sealedThroughSeq) {
     throw fail('NotSealed', `table ${table} shard ${shard}: seq ${toSeq} is not sealed (sealed through ${sealed.sealedThroughSeq})`);
   }
 
-  const l = tableLayout(deps.dataRoot, table);
+  const l = files.layout;
   const out = preparedFile(l, shard, fromSeq, toSeq);
   const base = { shard, fromSeq, toSeq, attempt: progress.attempt };
   const total = toSeq - fromSeq + 1;
@@ -275,7 +277,7 @@ export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, prog
   const resumedFromFile = next - fromSeq;
   const resumedVia = resume?.via ?? null;
   // What gc recorded as merged and deleted is not read again (see gc-floor.ts).
-  const gcFloor = await readGcFloor(deps.dataRoot, table, shard);
+  const gcFloor = await readGcFloor(files, shard);
   if (gcFloor >= next) {
     deps.log?.(`prepareMerge ${table}/${shard} ${fromSeq}..${toSeq}: seq ${next}..${Math.min(gcFloor, toSeq)} merged and collected before, skipped`);
     next = gcFloor + 1;

@@ -84,7 +84,7 @@ export async function write(p: Parsed): Promise<void> {
     let rows: ArrowTable | ReturnType<typeof generateRows>;
     const shown = progress();
     if (rowsOfFile) {
-      const cast = await refusedAsUsage(() => castForTable(config.dataRoot, name, rowsOfFile));
+      const cast = await refusedAsUsage(() => castForTable(writer.table, rowsOfFile));
       const foreign = foreignKey(await refusedAsUsage(() => splitByShard(cast, key, shards)), key, shard!);
       if (foreign) {
         throw new UsageError(`key ${String(foreign.key)} belongs to shard ${foreign.owner}, not ${shard} (keys are routed with shardOfKey; without --shard each row goes to its own shard)`);

@@ -1,4 +1,5 @@
-import { readTableMeta, type TableMeta } from '../storage/generation-store';
+import type { TableMeta } from '../storage/generation-store';
+import { openTable, type TableHandle } from '../storage/table-handle';
 import { writeGeneration, type WritePressure, type WriteGenerationResult } from '../writer';
 import type { ArrowTable } from '../storage/arrow';
 import type { Row } from '../storage/records';
@@ -36,18 +37,22 @@ export class TableWriter {
   /** Demand goes out in the background, coalesced: see demand-sender.ts. */
   readonly demand: DemandSender;
 
+  /** table.json as the writer opened it: name, key and shards never change. */
+  readonly meta: TableMeta;
+
   private constructor(
     private readonly tables: TableClient,
-    private readonly root: string,
-    readonly meta: TableMeta,
+    /** Opened once: every seal of this writer goes through it. */
+    readonly table: TableHandle,
   ) {
+    this.meta = table.meta;
     this.demand = new DemandSender((ds) => this.tables.demands(workflowArgsFor(this.meta), ds));
   }
 
   static async open(tables: TableClient, root: string, table: string): Promise<TableWriter> {
-    const meta = await readTableMeta(root, table);
-    if (meta.adopted) throw new Error(`table ${table} is adopted: its writers write to ${meta.adopted.uri} directly, not through generations`);
-    return new TableWriter(tables, root, meta);
+    const h = await openTable(root, table);
+    if (h.meta.adopted) throw new Error(`table ${table} is adopted: its writers write to ${h.meta.adopted.uri} directly, not through generations`);
+    return new TableWriter(tables, h);
   }
 
   /**
@@ -113,12 +118,10 @@ export class TableWriter {
       this.refreshing = this.refreshInBackground().finally(() => (this.refreshing = null));
     }
     return writeGeneration({
-      root: this.root,
-      table: this.meta.name,
+      table: this.table,
       shard,
       rows,
       pressure: this.pressure,
-      meta: this.meta,
       signal: (d) => {
         this.demand.offer(d);
         return Promise.resolve();
@@ -132,7 +135,7 @@ export class TableWriter {
    * the table's schema; rows that cannot be sealed throw RowsRejectedError, sealing nothing.
    */
   async writeRouted(rows: ArrowTable | readonly Row[], onSealed?: (r: RoutedWriteResult) => void): Promise<RoutedWriteResult[]> {
-    return writeRouted({ root: this.root, meta: this.meta, write: (shard, part) => this.write(shard, part) }, rows, onSealed);
+    return writeRouted({ table: this.table, write: (shard, part) => this.write(shard, part) }, rows, onSealed);
   }
 
   /**

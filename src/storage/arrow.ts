@@ -4,7 +4,7 @@ import path from 'node:path';
 import type * as ArrowNs from 'apache-arrow';
 import { basenameLoc } from './location';
 import { storageOf } from './open-storage';
-import { notFound, type PatchedBytes } from './storage';
+import { notFound, type PatchedBytes, type Storage } from './storage';
 import { withScratch, type Alloc } from './scratch';
 import { fastHashReady } from './fast-hash';
 import { CHECKSUM_KEY, embeddedChecksumProblem, encodeChecksummed, encodeChecksumPending, withoutChecksum } from './ipc-checksum';
@@ -78,8 +78,8 @@ export async function writeIpcFileKeepingBytes(file: string, data: ArrowTable | 
 }
 
 /** Problem with the file's bytes against its legacy sidecar, or null; undefined when there is none. */
-async function sidecarProblem(file: string, buf: Uint8Array): Promise<string | null | undefined> {
-  const sidecar = await storageOf(file).read(checksumFile(file));
+async function sidecarProblem(file: string, buf: Uint8Array, storage: Storage): Promise<string | null | undefined> {
+  const sidecar = await storage.read(checksumFile(file));
   if (sidecar === null) return undefined;
   const text = sidecar.toString('utf8');
   const m = /^([0-9a-f]{64}) (\d+)\s*$/.exec(text);
@@ -98,6 +98,8 @@ export interface ReadIpcOptions {
   checksum?: 'required' | 'optional';
   /** Read into memory from this allocator (scratch.ts): the table is then valid only while that memory is lent. */
   alloc?: Alloc;
+  /** The backend the caller already holds for the file (default: the one serving its location). */
+  storage?: Storage;
 }
 
 /**
@@ -132,22 +134,23 @@ export function decodeVerifiedIpc(buf: Buffer): { table: ArrowTable } | { proble
 }
 
 /** The checksum problem of a file's bytes (embedded, else its legacy sidecar), or null; `required` refuses a file with neither. */
-export async function checksumProblem(file: string, buf: Buffer, required: boolean): Promise<string | null> {
+export async function checksumProblem(file: string, buf: Buffer, required: boolean, storage: Storage = storageOf(file)): Promise<string | null> {
   await fastHashReady;
   let changed = embeddedChecksumProblem(buf);
-  if (changed === undefined) changed = await sidecarProblem(file, buf);
+  if (changed === undefined) changed = await sidecarProblem(file, buf, storage);
   if (changed === undefined && required) changed = `no checksum (${CHECKSUM_KEY} metadata or ${basenameLoc(checksumFile(file))}): damaged, or not written by Turnstile`;
   return changed ?? null;
 }
 
 /** readIpcFile, also returning the file's bytes (the table's columns are views into them). */
 export async function readIpcFileBytes(file: string, opts: ReadIpcOptions = {}): Promise<{ table: ArrowTable; bytes: Buffer }> {
-  const buf = await storageOf(file).read(file, opts.alloc);
+  const storage = opts.storage ?? storageOf(file);
+  const buf = await storage.read(file, opts.alloc);
   if (buf === null) throw notFound(file);
   const shape = ipcShapeProblem(buf);
   if (shape) throw new CorruptArrowFileError(file, shape);
   // Checked before decoding: Arrow's decoder can spin for seconds on a damaged length.
-  const changed = await checksumProblem(file, buf, opts.checksum !== 'optional');
+  const changed = await checksumProblem(file, buf, opts.checksum !== 'optional', storage);
   if (changed) throw new CorruptArrowFileError(file, changed);
   const decoded = decodeVerifiedIpc(buf);
   if ('problem' in decoded) throw new CorruptArrowFileError(file, decoded.problem);

@@ -1,6 +1,6 @@
 import { joinLoc } from './location';
-import { shardDir, tableLayout } from './layout';
-import { storageAt } from './open-storage';
+import { shardDir } from './layout';
+import type { TableFiles } from './table-files';
 
 // Per shard, the highest seq whose generation file gc has deleted (`GC.json`). gc only
 // deletes generations at or below merged-through, so this is a recorded lower bound of
@@ -9,7 +9,7 @@ import { storageAt } from './open-storage';
 // instead of failing on the missing files. Only gc's own record counts: a generation
 // missing for any other reason still fails its unit, so nothing is skipped silently.
 
-const gcFile = (root: string, table: string, shard: string): string => joinLoc(shardDir(tableLayout(root, table), shard), 'GC.json');
+const gcFile = (files: TableFiles, shard: string): string => joinLoc(shardDir(files.layout, shard), 'GC.json');
 
 function parseFloor(file: string, bytes: Buffer | null): number {
   if (bytes === null) return 0;
@@ -19,9 +19,9 @@ function parseFloor(file: string, bytes: Buffer | null): number {
   return v as number;
 }
 
-export async function readGcFloor(root: string, table: string, shard: string): Promise<number> {
-  const file = gcFile(root, table, shard);
-  return parseFloor(file, await storageAt(root).read(file));
+export async function readGcFloor(files: TableFiles, shard: string): Promise<number> {
+  const file = gcFile(files, shard);
+  return parseFloor(file, await files.storage.read(file));
 }
 
 /**
@@ -29,12 +29,11 @@ export async function readGcFloor(root: string, table: string, shard: string): P
  * them. A compare-and-swap on the floor's etag, so it only ever grows, also when a
  * late attempt of a presumed-dead gc writes at the same time (no lock across hosts).
  */
-export async function raiseGcFloor(root: string, table: string, shard: string, seq: number): Promise<void> {
-  const store = storageAt(root);
-  const file = gcFile(root, table, shard);
+export async function raiseGcFloor(files: TableFiles, shard: string, seq: number): Promise<void> {
+  const file = gcFile(files, shard);
   for (;;) {
-    const now = await store.readVersioned(file);
+    const now = await files.storage.readVersioned(file);
     if (seq <= parseFloor(file, now?.bytes ?? null)) return;
-    if (await store.putIfMatch(file, `${JSON.stringify({ deletedThroughSeq: seq })}\n`, now?.etag ?? null)) return;
+    if (await files.storage.putIfMatch(file, `${JSON.stringify({ deletedThroughSeq: seq })}\n`, now?.etag ?? null)) return;
   }
 }

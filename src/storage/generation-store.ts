@@ -10,7 +10,9 @@ import { generationFile, parseGenerationName, sealedFile, shardDir, tableLayout 
 import { checkKeyColumn, tableFromRows, withSeqColumn, withSeqSchema, type Row } from './records';
 import { firstMisrouted } from './route-column';
 import { withScratch } from './scratch';
-import { readTableMeta, type TableMeta } from './table-meta';
+import type { TableFiles } from './table-files';
+import { openTable, type TableHandle } from './table-handle';
+import type { TableMeta } from './table-meta';
 
 export { createTableMeta, readTableMeta, listTables, TableNotFoundError, TableExistsError, type TableMeta } from './table-meta';
 
@@ -58,8 +60,8 @@ export interface GenerationEntry {
 // `revision` is the number of seals, which equals the seq (both start at 0 and every
 // seal raises each by one); SEALED.json keeps the field for stores written before.
 
-async function readHint(root: string, file: string): Promise<number> {
-  const bytes = await storageAt(root).read(file);
+async function readHint(files: TableFiles, file: string): Promise<number> {
+  const bytes = await files.storage.read(file);
   if (bytes === null) return 0;
   const text = bytes.toString('utf8');
   let v: Partial<ShardSealed>;
@@ -74,16 +76,16 @@ async function readHint(root: string, file: string): Promise<number> {
   return v.sealedThroughSeq as number;
 }
 
-const exists = async (root: string, file: string): Promise<boolean> => (await storageAt(root).stat(file)) !== null;
+const exists = async (files: TableFiles, file: string): Promise<boolean> => (await files.storage.stat(file)) !== null;
 
-export async function readShardSealed(root: string, table: string, shard: string): Promise<ShardSealed> {
-  const l = tableLayout(root, table);
-  let seq = await readHint(root, sealedFile(l, shard));
+export async function readShardSealed(files: TableFiles, shard: string): Promise<ShardSealed> {
+  const l = files.layout;
+  let seq = await readHint(files, sealedFile(l, shard));
   for (;;) {
-    while (await exists(root, generationFile(l, shard, seq + 1))) seq++;
+    while (await exists(files, generationFile(l, shard, seq + 1))) seq++;
     // Read after probing: files gc deleted while we probed are below the floor it
     // recorded before deleting them, so the floor covers the gap.
-    const floor = await readGcFloor(root, table, shard);
+    const floor = await readGcFloor(files, shard);
     if (floor <= seq) break;
     seq = floor;
   }
@@ -91,8 +93,8 @@ export async function readShardSealed(root: string, table: string, shard: string
 }
 
 export async function readSealed(root: string, table: string): Promise<SnapshotResult> {
-  const meta = await readTableMeta(root, table);
-  const shards = await Promise.all(meta.shards.map((s) => readShardSealed(root, table, s)));
+  const h = await openTable(root, table);
+  const shards = await Promise.all(h.meta.shards.map((s) => readShardSealed(h, s)));
   // The sum, not the max: every seal raises exactly one shard's revision by one, so the
   // sum grows with every seal of any shard (the max would not).
   return { shards, revision: shards.reduce((sum, s) => sum + s.revision, 0) };
@@ -120,6 +122,11 @@ export interface SealOptions {
   meta?: TableMeta;
 }
 
+/** sealInto for a caller holding only the root and the table's name (and maybe its table.json). */
+export async function sealGeneration(root: string, table: string, shard: string, rows: ArrowTable | readonly Row[], opts: SealOptions = {}): Promise<SealResult> {
+  return sealInto(await openTable(root, table, opts.meta), shard, rows);
+}
+
 /** A seq is claimed by creating its file; this many lost races in a row is an error. */
 const MAX_CLAIM_ATTEMPTS = 1000;
 
@@ -131,14 +138,8 @@ const MAX_CLAIM_ATTEMPTS = 1000;
  * queue per shard instead of racing. A crash before the link leaves only a temp file
  * (gc removes it); the same seq is taken again.
  */
-export async function sealGeneration(
-  root: string,
-  table: string,
-  shard: string,
-  rows: ArrowTable | readonly Row[],
-  opts: SealOptions = {},
-): Promise<SealResult> {
-  const meta = opts.meta?.name === table ? opts.meta : await readTableMeta(root, table);
+export async function sealInto(h: TableHandle, shard: string, rows: ArrowTable | readonly Row[]): Promise<SealResult> {
+  const { meta, name: table, layout: l, storage: store } = h;
   assertShard(meta, shard);
   let input: ArrowTable;
   if (Array.isArray(rows)) input = tableFromRows(rows as readonly Row[], meta.key);
@@ -147,23 +148,21 @@ export async function sealGeneration(
   if (input.numRows === 0) throw new Error('no rows to seal');
   checkKeyColumn(input, meta.key, `table ${table} shard ${shard}`);
   assertRouting(input, meta, shard);
-  const ref = await checkTableSchema(root, table, withSeqSchema(input.schema, meta.key));
+  const ref = await checkTableSchema(h, withSeqSchema(input.schema, meta.key));
   // Same column order in every generation, so prepared batches all match the Lance table.
   const order = ref.fields.filter((f) => f.name !== SEQ_COLUMN).map((f) => input.schema.fields.findIndex((x) => x.name === f.name));
   // A writer that already sends the table's order (the usual case) skips the copy of
   // every batch's structure (~0.07 ms of a 2,500-row seal, profiled).
   const ordered = order.length === input.schema.fields.length && order.every((at, i) => at === i) ? input : input.selectAt(order);
 
-  const l = tableLayout(root, table);
   const dir = shardDir(l, shard);
-  const store = storageAt(root);
   return inShardQueue(dir, async () => {
     if (!lastSealed.has(dir)) await store.ensureDir(dir);
     for (let attempt = 0; attempt < MAX_CLAIM_ATTEMPTS; attempt++) {
       // What this process sealed last is usually still the newest: try the next seq
       // without probing; a lost race falls back to the full probe.
       const mine = attempt === 0 ? lastSealed.get(dir) : undefined;
-      const seq = (mine ?? (await readShardSealed(root, table, shard)).sealedThroughSeq) + 1;
+      const seq = (mine ?? (await readShardSealed(h, shard)).sealedThroughSeq) + 1;
       const file = generationFile(l, shard, seq);
       const bytes = await withScratch(async (alloc) => {
         let size = 0;
@@ -180,7 +179,7 @@ export async function sealGeneration(
       // Written every seal (in the background): a generation file lost below it is then
       // reported missing by the merge that needs it, instead of silently ending what
       // counts as sealed.
-      offerSealedHint(sealedFile(l, shard), seq);
+      offerSealedHint(store, sealedFile(l, shard), seq);
       return { seq, revision: seq, path: file, rows: ordered.numRows, bytes };
     }
     throw new Error(`${dir}: lost the race for a seq ${MAX_CLAIM_ATTEMPTS} times in a row to other sealers`);

@@ -11,6 +11,8 @@ export interface TableLayout {
   meta: string;
   /** table.json: { name, key, shards: string[], indices: IndexSpec[] } */
   tableFile: string;
+  /** schema.arrow: the column schema fixed by the table's first seal (table-schema.ts). */
+  schemaFile: string;
   /** Sealed generations: `<gen>/<shard>/<seq:12>.arrow`, plus `<gen>/<shard>/SEALED.json`. */
   gen: string;
   /** Prepared merge batches: `<prepared>/<shard>-<from>-<to>.arrow`. */
@@ -23,6 +25,7 @@ export function tableLayout(root: string, table: string): TableLayout {
     root,
     meta,
     tableFile: joinLoc(meta, 'table.json'),
+    schemaFile: joinLoc(meta, 'schema.arrow'),
     gen: joinLoc(meta, 'gen'),
     prepared: joinLoc(meta, 'prepared'),
   };

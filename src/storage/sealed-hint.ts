@@ -1,5 +1,5 @@
 import { settleFileCleanups } from './atomic-file';
-import { storageOf } from './open-storage';
+import type { Storage } from './storage';
 
 // SEALED.json is a hint (see generation-store.ts): it bounds the probe for the
 // sealed-through seq and makes a generation file lost below it show up as missing. A
@@ -10,6 +10,7 @@ import { storageOf } from './open-storage';
 // a test wait for them.
 
 interface Pending {
+  store: Storage;
   seq: number;
   written: number;
   running: Promise<void> | null;
@@ -20,8 +21,7 @@ const pending = new Map<string, Pending>();
 // On a filesystem the hint is replaced without a lock (rename is atomic; a hint that
 // goes back a little only costs a few stats). On S3 it is raised with If-Match, so
 // writers on several hosts never move it backwards past what they read.
-async function writeHint(file: string, seq: number): Promise<void> {
-  const store = storageOf(file);
+async function writeHint(store: Storage, file: string, seq: number): Promise<void> {
   const text = JSON.stringify({ sealedThroughSeq: seq, revision: seq });
   if (store.kind === 'fs') return store.put(file, text, { durable: false });
   for (;;) {
@@ -45,7 +45,7 @@ async function drain(file: string, p: Pending): Promise<boolean> {
   while (p.seq > p.written) {
     const seq = p.seq;
     try {
-      await writeHint(file, seq);
+      await writeHint(p.store, file, seq);
     } catch {
       // A hint that cannot be written (directory removed, disk full) is not an error of
       // the seal that is already durable; the next seal tries again.
@@ -56,16 +56,16 @@ async function drain(file: string, p: Pending): Promise<boolean> {
   return true;
 }
 
-/** Records `seq` as sealed in `file` (SEALED.json) in the background. */
-export function offerSealedHint(file: string, seq: number): void {
+/** Records `seq` as sealed in `file` (SEALED.json, on `store`) in the background. */
+export function offerSealedHint(store: Storage, file: string, seq: number): void {
   let p = pending.get(file);
-  if (!p) pending.set(file, (p = { seq: 0, written: 0, running: null }));
+  if (!p) pending.set(file, (p = { store, seq: 0, written: 0, running: null }));
   p.seq = Math.max(p.seq, seq);
   if (p.running) return;
   p.running = drain(file, p).then((ok) => {
     p.running = null;
     if (!ok) return; // kept: the next offer writes again
-    if (p.seq > p.written) offerSealedHint(file, p.seq); // offered after the loop ended
+    if (p.seq > p.written) offerSealedHint(p.store, file, p.seq); // offered after the loop ended
     else if (pending.get(file) === p) pending.delete(file);
   });
 }

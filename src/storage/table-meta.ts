@@ -4,6 +4,7 @@ import { SEQ_COLUMN, validateColumnName, validateShardName, validateTableName } 
 import { shardDir, tableLayout } from './layout';
 import { joinLoc } from './location';
 import { storageAt } from './open-storage';
+import { tableFiles, type TableFiles } from './table-files';
 
 // table.json: what a table is (key, shards, configured indices, policy override).
 // Created once (it is the marker that the table exists); only the policy changes later.
@@ -90,14 +91,19 @@ export async function createTableMeta(root: string, input: TableMeta): Promise<T
 const encodeMeta = (meta: TableMeta): string => `${JSON.stringify(meta, null, 2)}\n`;
 
 export async function readTableMeta(root: string, table: string): Promise<TableMeta> {
-  return (await readVersionedMeta(root, table)).meta;
+  return readTableMetaIn(tableFiles(root, table));
 }
 
-async function readVersionedMeta(root: string, table: string): Promise<{ meta: TableMeta; etag: string }> {
-  validateTableName(table);
-  const file = tableLayout(root, table).tableFile;
-  const got = await storageAt(root).readVersioned(file);
-  if (!got) throw new TableNotFoundError(root, table);
+/** readTableMeta with the table's files already resolved (table-handle.ts). */
+export async function readTableMetaIn(files: TableFiles): Promise<TableMeta> {
+  return (await readVersionedMeta(files)).meta;
+}
+
+async function readVersionedMeta({ name, storage, layout }: TableFiles): Promise<{ meta: TableMeta; etag: string }> {
+  validateTableName(name);
+  const file = layout.tableFile;
+  const got = await storage.readVersioned(file);
+  if (!got) throw new TableNotFoundError(layout.root, name);
   try {
     return { meta: validateMeta(JSON.parse(got.bytes.toString('utf8')) as TableMeta), etag: got.etag };
   } catch (err) {
@@ -121,10 +127,10 @@ export async function listTables(root: string): Promise<string[]> {
  * the loser reads the winner's table.json and layers its override on top.
  */
 export async function savePolicyOverride(root: string, table: string, override: PolicyOverride): Promise<PolicyOverride> {
-  const file = tableLayout(root, table).tableFile;
+  const files = tableFiles(root, table);
   for (;;) {
-    const { meta, etag } = await readVersionedMeta(root, table);
+    const { meta, etag } = await readVersionedMeta(files);
     const policy = combineOverrides(meta.policy, override);
-    if (await storageAt(root).putIfMatch(file, encodeMeta({ ...meta, policy }), etag)) return policy;
+    if (await files.storage.putIfMatch(files.layout.tableFile, encodeMeta({ ...meta, policy }), etag)) return policy;
   }
 }

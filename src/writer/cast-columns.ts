@@ -1,6 +1,7 @@
 import { arrow, type ArrowTable, type DataType, type Field, type Schema } from '../storage/arrow';
 import { cells, tableOf, vectorOf } from '../storage/arrow-columns';
 import { readTableSchema } from '../storage/table-schema';
+import type { TableFiles } from '../storage/table-files';
 import { SEQ_COLUMN } from '../messages/names';
 import { RowsRejectedError } from './errors';
 
@@ -71,6 +72,6 @@ export function castToSchema(table: ArrowTable, target: Schema | null): ArrowTab
 }
 
 /** castToSchema against the schema the table's first seal fixed. */
-export async function castForTable(root: string, table: string, rows: ArrowTable): Promise<ArrowTable> {
-  return castToSchema(rows, await readTableSchema(root, table));
+export async function castForTable(table: TableFiles, rows: ArrowTable): Promise<ArrowTable> {
+  return castToSchema(rows, await readTableSchema(table));
 }

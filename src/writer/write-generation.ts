@@ -1,6 +1,7 @@
 import type { ArrowTable } from '../storage/arrow';
-import { sealGeneration, type SealResult, type TableMeta } from '../storage/generation-store';
+import { sealInto, type SealResult } from '../storage/generation-store';
 import type { Row } from '../storage/records';
+import type { TableHandle } from '../storage/table-handle';
 import { OverBacklogError } from './errors';
 import { sleep } from '../util/sleep';
 
@@ -25,16 +26,14 @@ export interface Demand {
 }
 
 export interface WriteGenerationOptions {
-  root: string;
-  table: string;
+  /** The table, opened once by the writer (table-handle.ts). */
+  table: TableHandle;
   shard: string;
   rows: ArrowTable | readonly Row[];
   /** Pressure last published by the table; absent = no delay, no refusal. */
   pressure?: WritePressure;
   /** Sends the demand; may answer with fresh pressure for the writer's next seal. */
   signal?: (demand: Demand) => Promise<WritePressure | void>;
-  /** The table's metadata when the caller has it (saves reading table.json per seal). */
-  meta?: TableMeta;
   /** Injected in tests. */
   sleep?: (ms: number) => Promise<void>;
 }
@@ -61,12 +60,12 @@ export async function writeGeneration(opts: WriteGenerationOptions): Promise<Wri
   let delayedMs = 0;
   if (opts.pressure) {
     if (opts.pressure.backlog >= opts.pressure.hardBacklog) {
-      throw new OverBacklogError(opts.table, opts.pressure.backlog, opts.pressure.hardBacklog);
+      throw new OverBacklogError(opts.table.name, opts.pressure.backlog, opts.pressure.hardBacklog);
     }
     delayedMs = writeDelayMs(opts.pressure);
     if (delayedMs > 0) await (opts.sleep ?? sleep)(delayedMs);
   }
-  const sealed = await sealGeneration(opts.root, opts.table, opts.shard, opts.rows, opts.meta ? { meta: opts.meta } : {});
+  const sealed = await sealInto(opts.table, opts.shard, opts.rows);
   const result: WriteGenerationResult = { ...sealed, delayedMs };
   if (opts.signal) {
     try {

@@ -1,6 +1,6 @@
 import { arrow, type ArrowTable } from '../storage/arrow';
 import { tableFromRows, type Row } from '../storage/records';
-import type { TableMeta } from '../storage/table-meta';
+import type { TableHandle } from '../storage/table-handle';
 import { castForTable } from './cast-columns';
 import { splitByShard } from './route-rows';
 import type { WriteGenerationResult } from './write-generation';
@@ -14,8 +14,7 @@ export interface RoutedWriteResult extends WriteGenerationResult {
 }
 
 export interface RoutedWriteTarget {
-  root: string;
-  meta: TableMeta;
+  table: TableHandle;
   write: (shard: string, rows: ArrowTable) => Promise<WriteGenerationResult>;
 }
 
@@ -29,8 +28,9 @@ export async function writeRouted(
   rows: ArrowTable | readonly Row[],
   onSealed?: (r: RoutedWriteResult) => void,
 ): Promise<RoutedWriteResult[]> {
-  const input = rows instanceof arrow.Table ? rows : tableFromRows(rows as readonly Row[], target.meta.key);
-  const parts = splitByShard(await castForTable(target.root, target.meta.name, input), target.meta.key, target.meta.shards);
+  const { meta } = target.table;
+  const input = rows instanceof arrow.Table ? rows : tableFromRows(rows as readonly Row[], meta.key);
+  const parts = splitByShard(await castForTable(target.table, input), meta.key, meta.shards);
   const out: RoutedWriteResult[] = [];
   for (const [shard, part] of parts) {
     const r = { shard, ...(await target.write(shard, part)) };

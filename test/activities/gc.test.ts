@@ -6,6 +6,7 @@ import { readSealed } from '../../src/storage/generation-store';
 import { sealedFile, shardDir, tableLayout, TEMP_MARKER } from '../../src/storage/layout';
 import { lanceTableDir } from '../../src/storage/lance-table';
 import { readGcFloor } from '../../src/storage/gc-floor';
+import { tableFiles } from '../../src/storage/table-files';
 import { checksumFile } from '../../src/storage/arrow';
 import { makeFixture, prepareAndCommit, run, sealMany, tableRows, type Fixture } from './helpers';
 
@@ -72,7 +73,7 @@ describe('gc', () => {
     const rowsAfterTwo = await tableRows(f);
     const plan = await run(f.acts.planGc, [{ table: f.table, mergedThrough: [{ shard: 's0', mergedThroughSeq: 2 }, { shard: 's1', mergedThroughSeq: 0 }] }]);
     await run(f.acts.gc, [{ table: f.table, ...plan }]);
-    expect(await readGcFloor(f.root, f.table, 's0')).toBe(2);
+    expect(await readGcFloor(tableFiles(f.root, f.table), 's0')).toBe(2);
 
     // A workflow that lost its watermarks asks for 1..4: only 3..4 are read.
     const p = await run(f.acts.prepareMerge, [{ table: f.table, key: 'id', shard: 's0', fromSeq: 1, toSeq: 4 }]);

@@ -16,6 +16,7 @@ import {
 } from '../../src/storage/generation-store';
 import { generationFile, sealedFile, shardDir, tableLayout, TEMP_MARKER } from '../../src/storage/layout';
 import { raiseGcFloor } from '../../src/storage/gc-floor';
+import { tableFiles } from '../../src/storage/table-files';
 import { createFileExclusive, settleFileCleanups } from '../../src/storage/atomic-file';
 import { settleSealedHints } from '../../src/storage/sealed-hint';
 import { sleep } from '../../src/util/sleep';
@@ -209,7 +210,7 @@ describe('generation store', () => {
   it('files gc deleted never lower the sealed-through seq, even with no hint left', async () => {
     for (let i = 1; i <= 3; i++) await sealGeneration(root, 't', 's0', [{ id: 1, value: String(i), n: i }]);
     const l = tableLayout(root, 't');
-    await raiseGcFloor(root, 't', 's0', 3);
+    await raiseGcFloor(tableFiles(root, 't'), 's0', 3);
     for (let seq = 1; seq <= 3; seq++) fs.rmSync(generationFile(l, 's0', seq));
     await settleSealedHints();
     fs.rmSync(sealedFile(l, 's0'));

@@ -4,7 +4,8 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { arrow, readIpcFile, type ArrowTable, type DataType } from '../../src/storage/arrow';
-import { createTableMeta, readTableMeta, sealGeneration } from '../../src/storage/generation-store';
+import { createTableMeta, sealGeneration } from '../../src/storage/generation-store';
+import { openTable } from '../../src/storage/table-handle';
 import { shardOfKey } from '../../src/storage/routing';
 import { castToSchema, castsLosslessly, generateRows, RowsRejectedError, splitByShard, writeGeneration, writeRouted } from '../../src/writer';
 import { settleSealedHints } from '../../src/storage/sealed-hint';
@@ -124,12 +125,12 @@ describe('writeRouted', () => {
 
   it('seals one generation per owning shard, cast to the schema the first seal fixed', async () => {
     await sealGeneration(root, 't', 's0', generateRows({ keys: [0, 99], count: 3, shard: 's0', shards, seed: 1 }));
-    const meta = await readTableMeta(root, 't');
+    const table = await openTable(root, 't');
     const ids = Array.from({ length: 60 }, (_, i) => i + 1000);
     const input = arrow.tableFromArrays({ id: Int32Array.from(ids), value: ids.map((i) => `v${i}`), n: Float64Array.from(ids) });
     const heard: string[] = [];
     const results = await writeRouted(
-      { root, meta, write: (shard, rows) => writeGeneration({ root, table: 't', shard, rows }) },
+      { table, write: (shard, rows) => writeGeneration({ table, shard, rows }) },
       input,
       (r) => heard.push(`${r.shard}:${r.seq}`),
     );
@@ -149,10 +150,10 @@ describe('writeRouted', () => {
 
   it('seals nothing when a column is refused', async () => {
     await sealGeneration(root, 't', 's0', generateRows({ keys: [0, 99], count: 3, shard: 's0', shards, seed: 1 }));
-    const meta = await readTableMeta(root, 't');
+    const table = await openTable(root, 't');
     const input = arrow.tableFromArrays({ id: Int32Array.from([1, 2, 3]), value: ['a', 'b', 'c'], n: ['x', 'y', 'z'] });
     const writes: string[] = [];
-    await expect(writeRouted({ root, meta, write: async (shard) => (writes.push(shard), Promise.reject(new Error('unreachable'))) }, input)).rejects.toThrow(
+    await expect(writeRouted({ table, write: async (shard) => (writes.push(shard), Promise.reject(new Error('unreachable'))) }, input)).rejects.toThrow(
       "column n: Dictionary<Int32, Utf8> does not cast losslessly to the table's Float64",
     );
     expect(writes).toEqual([]);

@@ -12,6 +12,7 @@ import { storageAt } from '../../src/storage/open-storage';
 import { S3Storage } from '../../src/storage/s3-storage';
 import { StorageEscapeError } from '../../src/storage/storage';
 import { raiseGcFloor, readGcFloor } from '../../src/storage/gc-floor';
+import { tableFiles } from '../../src/storage/table-files';
 import { PROJECT_ROOT } from '../../src/util/project-paths';
 import { freshDataRoot, uniqueName } from '../support/harness';
 import { inject } from 'vitest';
@@ -57,7 +58,7 @@ describe('S3 backend', () => {
     const r = await sealGeneration(root, table, 's0', rows(5, 5));
     expect(r.seq).toBe(3);
     expect((await storageAt(root).read(generationFile(l, 's0', 2)))?.toString()).toBe('taken');
-    expect((await readShardSealed(root, table, 's0')).sealedThroughSeq).toBe(3);
+    expect((await readShardSealed(tableFiles(root, table), 's0')).sealedThroughSeq).toBe(3);
   });
 
   test('seqs are dense under concurrent sealer processes: no seq taken twice, none skipped', async () => {
@@ -65,7 +66,7 @@ describe('S3 backend', () => {
     await createTableMeta(root, { name: table, key: 'id', shards: ['s0'], indices: [] });
     // Separate processes race for real (one process queues its own seals per shard).
     await Promise.all([0, 1, 2, 3].map((w) => sealInChild([root, table, 's0', '6', `p${w}`])));
-    expect((await readShardSealed(root, table, 's0')).sealedThroughSeq).toBe(24);
+    expect((await readShardSealed(tableFiles(root, table), 's0')).sealedThroughSeq).toBe(24);
     const l = tableLayout(root, table);
     const tags = new Set<string>();
     for (let seq = 1; seq <= 24; seq++) {
@@ -89,8 +90,8 @@ describe('S3 backend', () => {
 
     const table = uniqueName('floor');
     await createTableMeta(root, { name: table, key: 'id', shards: ['s0'], indices: [] });
-    await Promise.all([7, 3, 9, 5].map((seq) => raiseGcFloor(root, table, 's0', seq)));
-    expect(await readGcFloor(root, table, 's0')).toBe(9);
+    await Promise.all([7, 3, 9, 5].map((seq) => raiseGcFloor(tableFiles(root, table), 's0', seq)));
+    expect(await readGcFloor(tableFiles(root, table), 's0')).toBe(9);
   });
 
   test('names cannot leave the prefix', async () => {

@@ -6,12 +6,15 @@ import { createTableMeta, readSealed } from '../../src/storage/generation-store'
 import { shardOfKey } from '../../src/storage/routing';
 import { generateRows, OverBacklogError, writeGeneration, type Demand } from '../../src/writer';
 import { settleSealedHints } from '../../src/storage/sealed-hint';
+import { openTable, type TableHandle } from '../../src/storage/table-handle';
 
 const shards = ['s0', 's1', 's2', 's3'];
 let root: string;
+let table: TableHandle;
 beforeEach(async () => {
   root = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-writer-'));
   await createTableMeta(root, { name: 't', key: 'id', shards, indices: [] });
+  table = await openTable(root, 't');
 });
 afterEach(async () => {
   await settleSealedHints(); // a hint written in the background would race the removal
@@ -33,8 +36,7 @@ describe('writer', () => {
     const demands: Demand[] = [];
     const fresh = { writePressure: 0.1, backlog: 3, hardBacklog: 100, maxWriteDelayMs: 400 };
     const r = await writeGeneration({
-      root,
-      table: 't',
+      table,
       shard: 's2',
       rows: rows(),
       pressure: { writePressure: 0.25, backlog: 60, hardBacklog: 100, maxWriteDelayMs: 400 },
@@ -56,13 +58,13 @@ describe('writer', () => {
 
   it('really waits (no injected sleep)', async () => {
     const t0 = Date.now();
-    await writeGeneration({ root, table: 't', shard: 's2', rows: rows(), pressure: { writePressure: 0.5, backlog: 1, hardBacklog: 10, maxWriteDelayMs: 300 } });
+    await writeGeneration({ table, shard: 's2', rows: rows(), pressure: { writePressure: 0.5, backlog: 1, hardBacklog: 10, maxWriteDelayMs: 300 } });
     expect(Date.now() - t0).toBeGreaterThanOrEqual(145);
   });
 
   it('refuses at hardBacklog with a retryable error saying by how much', async () => {
     const p = { writePressure: 1, backlog: 130, hardBacklog: 100, maxWriteDelayMs: 1000 };
-    const err = await writeGeneration({ root, table: 't', shard: 's2', rows: rows(), pressure: p }).catch((e: unknown) => e);
+    const err = await writeGeneration({ table, shard: 's2', rows: rows(), pressure: p }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OverBacklogError);
     expect((err as OverBacklogError).retryable).toBe(true);
     expect((err as Error).message).toBe('table t: backlog 130 is 30 over hardBacklog 100; retry later');
@@ -70,7 +72,7 @@ describe('writer', () => {
   });
 
   it('a failed signal does not undo or hide the seal', async () => {
-    const r = await writeGeneration({ root, table: 't', shard: 's2', rows: rows(), signal: () => Promise.reject(new Error('no server')) });
+    const r = await writeGeneration({ table, shard: 's2', rows: rows(), signal: () => Promise.reject(new Error('no server')) });
     expect(r.seq).toBe(1);
     expect(r.signalError).toBe('no server');
   });
