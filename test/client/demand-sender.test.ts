@@ -1,9 +1,11 @@
-import { describe, expect, test } from 'vitest';
+import { afterEach, describe, expect, test, vi } from 'vitest';
 import { DemandSender } from '../../src/client/demand-sender';
 import type { Demand } from '../../src/messages/payload-schemas';
 
 // The sender keeps seals off the signal's critical path: one signal in flight, later
 // seals coalesced per shard to their highest seq, failures retried then reported.
+// Tests of its timing (spacing, redelivery) run on fake timers: the sender is plain
+// client code, and a loaded machine must not decide whether they pass.
 
 function gate() {
   let open!: () => void;
@@ -14,6 +16,10 @@ function gate() {
 const d = (shard: string, seq: number): Demand => ({ shard, sealedThroughSeq: seq, revision: seq });
 
 const nextTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 describe('DemandSender', () => {
   test('coalesces what arrives while a signal is in flight into one signal with the highest seq per shard', async () => {
@@ -70,6 +76,7 @@ describe('DemandSender', () => {
   });
 
   test('demand held through an outage merges with later seals and is delivered once the server answers', async () => {
+    vi.useFakeTimers();
     let up = false;
     const sent: Demand[][] = [];
     const s = new DemandSender(
@@ -77,15 +84,22 @@ describe('DemandSender', () => {
         if (!up) throw new Error('Failed to connect before the deadline');
         sent.push(ds);
       },
-      { attempts: 2, redeliverMs: 20, sleep: async () => undefined },
+      // No spacing: the redelivery timer alone decides when it goes.
+      { attempts: 2, redeliverMs: 20, minIntervalMs: 0, sleep: async () => undefined },
     );
     s.offer(d('s0', 1));
-    expect(await s.flush()).toBe('Failed to connect before the deadline');
+    const flushed = s.flush();
+    await vi.advanceTimersByTimeAsync(0); // the first round (its retry sleep is injected)
+    expect(await flushed).toBe('Failed to connect before the deadline');
     s.offer(d('s0', 2)); // held: an offer does not retry before redeliverMs
     s.offer(d('s1', 7));
     up = true;
-    // The redelivery timer sends it without any further offer or flush.
-    for (let i = 0; i < 200 && sent.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    await vi.advanceTimersByTimeAsync(19);
+    expect(sent).toEqual([]);
+    // The redelivery timer sends it without any further offer or flush (from the event
+    // loop's next turn, which the fake clock puts 1 ms later).
+    await vi.advanceTimersByTimeAsync(2);
+    expect(sent).toEqual([[d('s0', 2), d('s1', 7)]]);
     expect(await s.flush()).toBeUndefined();
     expect(sent).toEqual([[d('s0', 2), d('s1', 7)]]);
     expect(s.undelivered).toBe(0);
@@ -122,6 +136,7 @@ describe('DemandSender', () => {
   });
 
   test('signals are spaced minIntervalMs apart; seals in between coalesce into the next', async () => {
+    vi.useFakeTimers();
     const at: number[] = [];
     const sent: Demand[][] = [];
     const s = new DemandSender(async (ds) => {
@@ -129,28 +144,29 @@ describe('DemandSender', () => {
       sent.push(ds);
     }, { minIntervalMs: 80 });
     s.offer(d('s0', 1));
-    await new Promise((r) => setTimeout(r, 5));
+    await vi.advanceTimersByTimeAsync(5);
     for (let i = 2; i <= 5; i++) s.offer(d('s0', i));
-    await new Promise((r) => setTimeout(r, 20));
+    await vi.advanceTimersByTimeAsync(74); // 79 ms after the first signal
     expect(sent).toEqual([[d('s0', 1)]]); // the second waits out the spacing
-    for (let i = 2; i < 200 && sent.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    await vi.advanceTimersByTimeAsync(1);
     expect(sent).toEqual([[d('s0', 1)], [d('s0', 5)]]);
-    expect(at[1]! - at[0]!).toBeGreaterThanOrEqual(78);
+    expect(at[1]! - at[0]!).toBe(80);
     expect(await s.flush()).toBeUndefined();
   });
 
   test('the first signal after a quiet spell goes at once, and flush() does not wait out the spacing', async () => {
+    vi.useFakeTimers();
     const sent: Demand[][] = [];
     const s = new DemandSender(async (ds) => void sent.push(ds), { minIntervalMs: 60_000 });
     s.offer(d('s0', 1));
     // Not inside offer (its caller, a seal, returns first), but on the next turn.
     expect(sent).toEqual([]);
-    await nextTurn();
+    await vi.advanceTimersByTimeAsync(0);
     expect(sent).toEqual([[d('s0', 1)]]);
     s.offer(d('s0', 2));
-    await new Promise((r) => setTimeout(r, 20));
+    await vi.advanceTimersByTimeAsync(59_999);
     expect(sent.length).toBe(1);
-    // A 60 s spacing would time this test out if flush waited for it.
+    // The clock stands still from here: flush() must not wait for the spacing left.
     expect(await s.flush()).toBeUndefined();
     expect(sent).toEqual([[d('s0', 1)], [d('s0', 2)]]);
     s.stop();

@@ -15,7 +15,7 @@ import { installQuietRuntime } from '../../src/worker/runtime';
 import { expectMergedExactly } from '../support/expect-exact';
 import { replayFailures } from '../support/replay-chains';
 import { Load } from '../support/load';
-import { findTool, POSTGRES } from '../support/tools';
+import { findTool, POSTGRES, skipWithout } from '../support/tools';
 import { clusterBinaries } from './cluster-bins';
 import { sleep } from '../../src/util/sleep';
 
@@ -97,7 +97,8 @@ async function underLoad(name: string, fault: () => Promise<void>, restore: () =
   for (const [t, l] of loads) await expectMergedExactly({ client, dataRoot: state.dataRoot }, t, l, ['s0', 's1']);
 }
 
-describe.skipIf('skip' in pg)('a 2-node Temporal cluster on PostgreSQL under load', () => {
+describe('a 2-node Temporal cluster on PostgreSQL under load', () => {
+  skipWithout(pg);
   test('a. SIGKILL of one Temporal server node, then its restart: nothing lost', async () => {
     await underLoad(
       'node SIGKILL',

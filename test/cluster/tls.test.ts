@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { clientTlsEnv, clusterDown, clusterUp } from '../../src/cluster/cluster';
 import type { ClusterState } from '../../src/cluster/state';
 import { PROJECT_ROOT } from '../../src/util/project-paths';
-import { findTool, POSTGRES } from '../support/tools';
+import { findTool, POSTGRES, skipWithout } from '../support/tools';
 import { clusterBinaries } from './cluster-bins';
 import { makeCerts } from './certs';
 
@@ -58,7 +58,8 @@ function turnstile(args: string[], env: Record<string, string>) {
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-describe.skipIf('skip' in pg)('a cluster node with frontend mTLS', () => {
+describe('a cluster node with frontend mTLS', () => {
+  skipWithout(pg);
   test('the CLI and the cluster worker work over mTLS: create, write, wait-merged, status', () => {
     const tls = clientTlsEnv(state.tls);
     const created = turnstile(['table', 'create', 'secure', '--key', 'id', '--shards', '1'], tls);

@@ -23,7 +23,7 @@ import { expectMergedExactly } from '../support/expect-exact';
 import { chainHistories } from '../support/history';
 import { Load } from '../support/load';
 import { buildIdOfHistory, nextRelease, pinnedBuildId, thisRelease, type Release } from '../support/releases';
-import { findTool, POSTGRES } from '../support/tools';
+import { findTool, POSTGRES, skipWithout } from '../support/tools';
 import { clusterBinaries } from './cluster-bins';
 import { sleep } from '../../src/util/sleep';
 
@@ -126,7 +126,8 @@ afterAll(async () => {
   if (process.env.TURNSTILE_KEEP_CLUSTER !== '1') fs.rmSync(dir, { recursive: true, force: true });
 }, 120_000);
 
-describe.skipIf('skip' in pg)('a blue-green upgrade of the table workflow on the local cluster', () => {
+describe('a blue-green upgrade of the table workflow on the local cluster', () => {
+  skipWithout(pg);
   test('v2 workers beside v1, v2 made current: every table moves, v1 drains, v1 workers stop', async () => {
     // The operator's commands (README "Upgrading Turnstile"); the next release's bundle by file.
     await cli(['cluster', 'add-workers', '--workers', '2', '--dir', dir], { TURNSTILE_WORKFLOW_BUNDLE: v2.file });

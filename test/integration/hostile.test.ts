@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { WorkflowUpdateStage } from '@temporalio/client';
+import { WorkflowUpdateStage, type WorkflowHandle } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { MergeWaiter } from '../../src/client/merge-waiter';
 import { TableWriter, workflowArgsFor } from '../../src/client/table-writer';
@@ -12,9 +13,9 @@ import type { AwaitMergedResult } from '../../src/messages/payload-schemas';
 import { createTableMeta } from '../../src/storage/generation-store';
 import * as msg from '../../workflows/messages';
 import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';
+import { chainHistories } from '../support/history';
 import { Load } from '../support/load';
 import { recordHistory } from '../support/record-history';
-import { sleep } from '../../src/util/sleep';
 
 // Hostile and buggy clients, on the real server: a table's update slots cannot
 // be held by anyone, every wait is answered within its bound, and a signal that makes no
@@ -60,6 +61,26 @@ function waiterProcess(table: string, seq: number, shards: string[]) {
   }));
   return p;
 }
+
+/**
+ * How many awaitMerged updates for `seq` the table's workflow accepted (over its whole
+ * continue-as-new chain), per wait: per client (its identity, one per process) and shard.
+ */
+async function acceptedWaits(handle: WorkflowHandle, seq: number): Promise<number[]> {
+  const waits = new Map<string, number>();
+  for (const history of await chainHistories(h.client, handle.workflowId)) {
+    for (const e of history.events ?? []) {
+      const accepted = e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest;
+      if (accepted?.input?.name !== msg.awaitMerged.name) continue;
+      const req = defaultPayloadConverter.fromPayload<{ shard: string; seq: number }>(accepted.input.args!.payloads![0]!);
+      const key = `${accepted.meta?.identity} ${req.shard}`;
+      if (req.seq === seq) waits.set(key, (waits.get(key) ?? 0) + 1);
+    }
+  }
+  return [...waits.values()];
+}
+
+const sum = (ns: number[]): number => ns.reduce((a, b) => a + b, 0);
 
 /** What the update failed with, as the caller sees it (the validator's ApplicationFailure message). */
 const refusal = (p: Promise<unknown>): Promise<string> =>
@@ -141,8 +162,8 @@ test('50 waiters in 10 processes and 10 hostile never-satisfied updates do not t
     }
   });
 
-  // While all of that is in flight: the operator surface answers.
-  await sleep(1500);
+  // While all of that is in flight (every wait accepted by the workflow): the operator surface answers.
+  await eventually(async () => (await acceptedWaits(handle, 1)).length === 50 && sum(await acceptedWaits(handle, 50)) >= 10, 'the 50 waits and 10 hostile updates accepted');
   const p0 = Date.now();
   const policy = await h.tables.setPolicy(table, { softBacklog: 50 });
   const policyMs = Date.now() - p0;
@@ -152,8 +173,9 @@ test('50 waiters in 10 processes and 10 hostile never-satisfied updates do not t
   const bumpMs = Date.now() - b0;
   expect(procs.flatMap((p) => p.answers)).toHaveLength(0);
 
-  // Let the waits outlive their bound at least once (they are re-asked), then merge.
-  await sleep(BOUND_SECS * 1000 + 500);
+  // Let the waits outlive their bound at least once: each answered "not yet" and asked
+  // again (a second acceptance of each), then merge.
+  await eventually(async () => (await acceptedWaits(handle, 1)).every((n) => n >= 2), 'every wait answered "not yet" and asked again', 60_000, 500);
   expect(procs.flatMap((p) => p.answers)).toHaveLength(0);
   const m0 = Date.now();
   await h.tables.resume(table, { kind: 'merge' });

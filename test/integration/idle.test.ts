@@ -11,7 +11,6 @@ import { activityRuns, timersStarted, type ActivityRun } from '../support/histor
 import { readTableRows } from '../support/lance-read';
 import { Load } from '../support/load';
 import { recordHistory } from '../support/record-history';
-import { sleep } from '../../src/util/sleep';
 
 // Idle tables on the real server (README "Idle tables"), with small policy values: the
 // scan period backs off to snapshotMaxIntervalSecs and a seal whose demand signal never
@@ -109,13 +108,19 @@ test('optimize, index and gc run after a change, not while the table is idle; a 
   // table.json configures no index, which the plans said: a change no longer plans index
   // (optimize and gc still do), since it could only find nothing to build.
   await new MergeWaiter(h.client).wait(table, 's0', await load.writeOne('s0'));
-  await eventually(async () => {
+  const planned = await eventually(async () => {
     const runs = await activityRuns(handle);
     return count(runs, 'planOptimize') === 2 && count(runs, 'planGc') === 2 ? runs : null;
   }, 'optimize and gc planned after the second merge');
-  // Three index periods more, for a plan that would come later than the other two.
-  await sleep(3000);
-  expect(count(await activityRuns(handle), 'planIndex')).toBe(2);
+  // Every workflow task decides every due kind, so a task three index periods later (a
+  // scan it scheduled, on the workflow's clock) has passed any later plan of index.
+  const plannedAt = Math.max(...planned.filter((r) => r.type === 'planOptimize' || r.type === 'planGc').map((r) => r.decidedAtMs));
+  const PERIOD_MS = 1000;
+  const later = await eventually(async () => {
+    const runs = await activityRuns(handle);
+    return runs.some((r) => r.type === 'snapshot' && r.decidedAtMs >= plannedAt + 3 * PERIOD_MS) ? runs : null;
+  }, 'a scan three index periods after the second plans', 60_000, 500);
+  expect(count(later, 'planIndex')).toBe(2);
   await expectExact(table, load);
   await recordHistory(h.client, handle, 'idle-periodic');
 });

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { beforeEach } from 'vitest';
 
 // Tests that need a tool from outside npm (a Prometheus server, a browser) find it here.
 // On a developer machine without it they skip with one line saying how to install it;
@@ -22,4 +23,14 @@ export function findTool(tool: Tool): { path: string } | { skip: string } {
   const why = `${tool.name} not found (${tool.paths.join(', ')}): skipped; install it with \`${tool.install}\``;
   if (process.env.TURNSTILE_REQUIRE_TOOLS === '1') throw new Error(`TURNSTILE_REQUIRE_TOOLS=1: ${why}`);
   return { skip: why };
+}
+
+/**
+ * Inside a describe: skips each of its tests when the tool is missing, with the reason
+ * beside the test's name in the report (describe.skipIf would skip them silently).
+ */
+export function skipWithout(found: { path: string } | { skip: string }): void {
+  beforeEach((ctx) => {
+    if ('skip' in found) ctx.skip(found.skip);
+  });
 }
