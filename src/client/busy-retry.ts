@@ -4,7 +4,7 @@ import { sleep } from '../util/sleep';
 
 // Temporal refuses an update with RESOURCE_EXHAUSTED while the workflow has its maximum
 // of updates in flight (`history.maxInFlightUpdates`, 10 unless raised; the dev server
-// raises it, see src/server/dev-server.ts). Every awaitMerged is answered within a bound
+// raises it, see src/server/dev-config.ts). Every awaitMerged is answered within a bound
 // (workflows/table.ts), so a slot frees within that bound: an update refused this way
 // is asked again after a growing pause instead of failing the caller. So is one refused
 // because the workflow's last task failed (isTaskFailedState).

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { freePort, DEV_DYNAMIC_CONFIG } from '../server/dev-server';
+import { DEV_DYNAMIC_CONFIG } from '../server/dev-config';
+import { freePort } from '../server/ports';
 import { PROJECT_ROOT } from '../util/project-paths';
 import { NODE_PORT_NAMES, renderDynamicConfig, renderNodeConfig, type NodePorts } from './node-config';
 import { checkPostgresInstalled, initPostgres, postgresSpec, waitForPostgres } from './postgres';

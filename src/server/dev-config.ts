@@ -88,3 +88,58 @@ dynamicConfigClient:
   pollInterval: "10s"
 `;
 }
+
+/**
+ * Server settings Turnstile relies on (set them on a cluster too, see README):
+ * eager activity execution hands an activity scheduled by a workflow task straight
+ * back to the worker that completed the task (skipping a matching round trip on each
+ * preparation and commit, so a turn changes hands sooner; a worker with a memory budget
+ * takes one only into a free slot, src/worker/memory-slots.ts); and a table workflow may have
+ * 100 updates in flight instead of 10, so waiting writers (one awaitMerged per process
+ * and shard, each answered within 20 s) and buggy clients leave slots for operators'
+ * `policy --set`. Last, `temporal server start-dev` (which ran the dev server
+ * before) turned on system.forceSearchAttributesCacheRefreshOnRead (so that search
+ * attributes created at run time show at once): every read of the search attributes,
+ * i.e. every upsert and every workflow task that carries one, then read the cluster
+ * metadata from SQLite (~140 reads a second with 500 tables, bench/README.md). Ours are
+ * all registered at start, so the cache stays on, as in production (false is also the
+ * server's own default; it is written out so a cluster's file says so). And the
+ * matcher that honours task priorities: a commit (it holds its table's turn) is handed
+ * to the next free worker slot ahead of queued preparations and scans, so its wait in
+ * the queue means "no worker has headroom", not "the queue is long".
+ *
+ * Worker Deployment versions (upgrades, README): a version that is neither current nor
+ * ramping reports "draining" until visibility shows no open run pinned to it, then
+ * "drained". The server re-checks that every VersionDrainageStatusRefreshInterval,
+ * after a VersionDrainageStatusVisibilityGracePeriod (both 3 min by default): 5 s each
+ * here, so an upgrade's old version shows drained seconds after its last run moved. And
+ * pinned runs are told when their deployment's current version moves away
+ * (`workflowInfo().targetWorkerDeploymentVersionChanged`, server >= 1.30.2; on by
+ * default in 1.32, written out because pinned table runs need it to move to the new
+ * version at continue-as-new, DESIGN.md "Releases and upgrades").
+ *
+ * What start-dev set that Turnstile relies on is default in server 1.32: updates
+ * (frontend.enableUpdateWorkflowExecution and ...AsyncAccepted), update-with-start
+ * (ExecuteMultiOperation, no longer a setting), eager workflow start, deployment
+ * versions and their workflow APIs.
+ */
+export const DEV_DYNAMIC_CONFIG: Record<string, unknown> = {
+  'system.enableActivityEagerExecution': true,
+  'history.maxInFlightUpdates': 100,
+  'system.forceSearchAttributesCacheRefreshOnRead': false,
+  // Task priorities (commits ahead of preparations and scans; workflows/run-unit.ts).
+  'matching.useNewMatcher': true,
+  'matching.wv.VersionDrainageStatusVisibilityGracePeriod': '5s',
+  'matching.wv.VersionDrainageStatusRefreshInterval': '5s',
+  'system.enableSendTargetVersionChanged': true,
+};
+
+/**
+ * What the dev server ran with before the many-tables work, i.e. `temporal server
+ * start-dev`'s own settings: the search-attribute cache bypassed (bench comparison only).
+ */
+export const LEGACY_DEV_DYNAMIC_CONFIG: Record<string, unknown> = {
+  'system.enableActivityEagerExecution': true,
+  'history.maxInFlightUpdates': 100,
+  'system.forceSearchAttributesCacheRefreshOnRead': true,
+};

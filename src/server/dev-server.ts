@@ -1,13 +1,15 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { registerNamespace } from '../cluster/namespace';
 import { renderDynamicConfig } from '../cluster/node-config';
 import { renderUiConfig } from '../cluster/ui-config';
 import { PROJECT_ROOT } from '../util/project-paths';
-import { DEV_FREE_PORT_NAMES, renderDevConfig, type DevPorts } from './dev-config';
+import { DEV_DYNAMIC_CONFIG, LEGACY_DEV_DYNAMIC_CONFIG, renderDevConfig } from './dev-config';
+import { checkDatabaseVersion, serverVersion } from './dev-database';
+import { ExitedBeforeServingError, exitOf, spawnOwned, startAgainIfExited, stopOwned, type OwnedProcess } from './owned-process';
+import { choosePorts } from './ports';
 import { sleep } from '../util/sleep';
 
 // The embedded default: the real Temporal server (go.temporal.io/server/cmd/server, built
@@ -15,62 +17,9 @@ import { sleep } from '../util/sleep';
 // in WAL mode (src/server/dev-config.ts), namespace `default` and the project's search
 // attributes registered at start, and, unless headless, the Temporal UI server in front
 // of it. Both children die with us: stop() on shutdown, and a synchronous kill on exit
-// so no server is left orphaned when the parent crashes.
-
-/**
- * Server settings Turnstile relies on (set them on a cluster too, see README):
- * eager activity execution hands an activity scheduled by a workflow task straight
- * back to the worker that completed the task (skipping a matching round trip on each
- * preparation and commit, so a turn changes hands sooner; a worker with a memory budget
- * takes one only into a free slot, src/worker/memory-slots.ts); and a table workflow may have
- * 100 updates in flight instead of 10, so waiting writers (one awaitMerged per process
- * and shard, each answered within 20 s) and buggy clients leave slots for operators'
- * `policy --set`. Last, `temporal server start-dev` (which ran the dev server
- * before) turned on system.forceSearchAttributesCacheRefreshOnRead (so that search
- * attributes created at run time show at once): every read of the search attributes,
- * i.e. every upsert and every workflow task that carries one, then read the cluster
- * metadata from SQLite (~140 reads a second with 500 tables, bench/README.md). Ours are
- * all registered at start, so the cache stays on, as in production (false is also the
- * server's own default; it is written out so a cluster's file says so). And the
- * matcher that honours task priorities: a commit (it holds its table's turn) is handed
- * to the next free worker slot ahead of queued preparations and scans, so its wait in
- * the queue means "no worker has headroom", not "the queue is long".
- *
- * Worker Deployment versions (upgrades, README): a version that is neither current nor
- * ramping reports "draining" until visibility shows no open run pinned to it, then
- * "drained". The server re-checks that every VersionDrainageStatusRefreshInterval,
- * after a VersionDrainageStatusVisibilityGracePeriod (both 3 min by default): 5 s each
- * here, so an upgrade's old version shows drained seconds after its last run moved. And
- * pinned runs are told when their deployment's current version moves away
- * (`workflowInfo().targetWorkerDeploymentVersionChanged`, server >= 1.30.2; on by
- * default in 1.32, written out because pinned table runs need it to move to the new
- * version at continue-as-new, DESIGN.md "Releases and upgrades").
- *
- * What start-dev set that Turnstile relies on is default in server 1.32: updates
- * (frontend.enableUpdateWorkflowExecution and ...AsyncAccepted), update-with-start
- * (ExecuteMultiOperation, no longer a setting), eager workflow start, deployment
- * versions and their workflow APIs.
- */
-export const DEV_DYNAMIC_CONFIG: Record<string, unknown> = {
-  'system.enableActivityEagerExecution': true,
-  'history.maxInFlightUpdates': 100,
-  'system.forceSearchAttributesCacheRefreshOnRead': false,
-  // Task priorities (commits ahead of preparations and scans; workflows/run-unit.ts).
-  'matching.useNewMatcher': true,
-  'matching.wv.VersionDrainageStatusVisibilityGracePeriod': '5s',
-  'matching.wv.VersionDrainageStatusRefreshInterval': '5s',
-  'system.enableSendTargetVersionChanged': true,
-};
-
-/**
- * What the dev server ran with before the many-tables work, i.e. `temporal server
- * start-dev`'s own settings: the search-attribute cache bypassed (bench comparison only).
- */
-const LEGACY_DEV_DYNAMIC_CONFIG: Record<string, unknown> = {
-  'system.enableActivityEagerExecution': true,
-  'history.maxInFlightUpdates': 100,
-  'system.forceSearchAttributesCacheRefreshOnRead': true,
-};
+// so no server is left orphaned when the parent crashes. This file puts it together
+// from its settings (dev-config.ts), ports (ports.ts), database (dev-database.ts) and the
+// supervision of both processes (owned-process.ts).
 
 export interface DevServerOptions {
   /** The Temporal server binary (go.temporal.io/server/cmd/server). */
@@ -104,99 +53,6 @@ export interface DevServer {
   /** The UI server process (null when headless). */
   uiPid: number | null;
   stop(): Promise<void>;
-}
-
-export async function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, host, () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-/** N distinct free ports: all held open at once, so none is handed out twice. */
-async function freePorts(n: number, host = '127.0.0.1'): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from({ length: n }, () =>
-      new Promise<net.Server>((resolve, reject) => {
-        const srv = net.createServer();
-        srv.unref();
-        srv.on('error', reject);
-        srv.listen(0, host, () => resolve(srv));
-      }),
-    ),
-  );
-  const ports = servers.map((srv) => (srv.address() as net.AddressInfo).port);
-  await Promise.all(servers.map((srv) => new Promise((r) => srv.close(r))));
-  return ports;
-}
-
-/** Whether every port is free on `host` now (none is held open afterwards). */
-async function portsFree(ports: number[], host = '127.0.0.1'): Promise<boolean> {
-  const results = await Promise.all(
-    ports.map(
-      (port) =>
-        new Promise<net.Server | null>((resolve) => {
-          const srv = net.createServer();
-          srv.once('error', () => resolve(null));
-          srv.listen(port, host, () => resolve(srv));
-        }),
-    ),
-  );
-  await Promise.all(results.map((srv) => srv && new Promise((r) => srv.close(r))));
-  return results.every((srv) => srv !== null);
-}
-
-interface DevPortChoice {
-  ports: DevPorts;
-  uiPort: number;
-}
-
-/**
- * The ports of a server on this database: those it had last time when they are all free,
- * else fresh ones (the requested ones either way). The server finds its peers through the
- * database's membership table, which keeps the last run's addresses for a while: a
- * restart on other ports spent about a minute with services that could not find each
- * other ("Not enough hosts to serve the request") before the stale entries expired.
- */
-async function choosePorts(opts: DevServerOptions, portsFile: string, reuse: boolean): Promise<DevPortChoice> {
-  const requested = (c: DevPortChoice): DevPortChoice => ({
-    ports: { ...c.ports, ...(opts.port ? { frontend: opts.port } : {}), ...(opts.metricsPort ? { metrics: opts.metricsPort } : {}) },
-    uiPort: opts.uiPort ?? c.uiPort,
-  });
-  let saved: DevPortChoice | null = null;
-  try {
-    saved = reuse ? (JSON.parse(fs.readFileSync(portsFile, 'utf8')) as DevPortChoice) : null;
-  } catch {
-    saved = null;
-  }
-  if (saved?.ports && saved.uiPort) {
-    const choice = requested(saved);
-    const own = [...Object.values(choice.ports), ...(opts.headless ? [] : [choice.uiPort])];
-    if (new Set(own).size === own.length && (await portsFree(own))) return choice;
-  }
-  const free = await freePorts(DEV_FREE_PORT_NAMES.length + 2);
-  const ports = { frontend: free.pop()! } as DevPorts;
-  for (const name of DEV_FREE_PORT_NAMES) ports[name] = free.pop()!;
-  return requested({ ports, uiPort: free.pop()! });
-}
-
-/** A server process ended before it answered: worth starting again (startAgainIfExited). */
-export class ExitedBeforeServingError extends Error {}
-
-/** Rejects once `child` has exited (`what` names it); for racing against a wait (a later exit is nobody's error). */
-function exitOf(child: ChildProcess, what: string): Promise<never> {
-  const p = new Promise<never>((_, reject) => {
-    const fail = () => reject(new ExitedBeforeServingError(`${what} exited with code ${child.exitCode ?? child.signalCode} before serving`));
-    if (child.exitCode !== null || child.signalCode !== null) fail();
-    else child.once('exit', fail);
-  });
-  p.catch(() => undefined);
-  return p;
 }
 
 async function waitUntilServing(address: string, child: ChildProcess, timeoutMs: number): Promise<void> {
@@ -247,84 +103,6 @@ export async function uiServerBinary(): Promise<string> {
   return mod.ensureProgram('temporal-ui-server').server!;
 }
 
-/** `server --version` of a Temporal server binary, e.g. "1.32.1". */
-function serverVersion(binary: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(binary, ['--version'], { timeout: 60_000 }, (err, stdout) => {
-      if (err) return reject(new Error(`${binary} --version failed: ${err.message.split('\n')[0]}`));
-      resolve(stdout.trim().replace(/^.*version\s+/i, ''));
-    });
-  });
-}
-
-/**
- * The server creates a fresh SQLite file's schema itself (setup=true) but never upgrades
- * an existing one: a database another server version wrote (the Temporal CLI's
- * start-dev, which ran the dev server before, embedded server 1.29.1) would lack the
- * newer tables and fail later, mid-run. So the version that created the file is
- * recorded beside it, and any other is refused at once, saying what to do.
- */
-function checkDatabaseVersion(dbFile: string, marker: string, version: string): void {
-  if (!fs.existsSync(dbFile)) {
-    // Recorded before the server creates it: a start cut short is still ours next time.
-    fs.writeFileSync(marker, `${version}\n`);
-    return;
-  }
-  const recorded = fs.existsSync(marker) ? fs.readFileSync(marker, 'utf8').trim() : null;
-  if (recorded === version) return;
-  throw new Error(
-    `${dbFile} was written by ${recorded ? `Temporal server ${recorded}` : 'another Temporal server (the Temporal CLI\'s start-dev, say)'}, ` +
-      `and server ${version} does not upgrade a SQLite database in place: move it away (its workflows are lost) or use another data directory`,
-  );
-}
-
-/**
- * A process killed outright (SIGKILL, a closed pipe) runs no exit handler, so a small
- * detached shell watches us and stops the server once we are gone: no orphan server
- * keeps the port or the database.
- */
-export function watchParent(serverPid: number): ChildProcess {
-  const script = `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; kill -TERM ${serverPid} 2>/dev/null; sleep 10; kill -0 ${serverPid} 2>/dev/null && kill -KILL ${serverPid}`;
-  const w = spawn('/bin/sh', ['-c', script], { detached: true, stdio: 'ignore' });
-  w.unref();
-  return w;
-}
-
-/**
- * Ports are found free a moment before a server binds them (the dev server binds ten:
- * each service's gRPC and membership ports, HTTP, metrics, and the UI's); with several
- * servers starting at once one can be taken
- * meanwhile and the server exits ("bind: address already in use"). It is started again
- * then, with fresh ports. A fresh-clone CI run failed once this way.
- */
-const START_ATTEMPTS = 3;
-
-export async function startAgainIfExited<T>(start: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await start();
-    } catch (e) {
-      if (attempt >= START_ATTEMPTS || !(e instanceof ExitedBeforeServingError)) throw e;
-    }
-  }
-}
-
-/** A server process in its own process group, killed when we exit or die (watchParent). */
-export function spawnOwned(binary: string, args: string[], logFile: string | undefined, cwd?: string): { child: ChildProcess; watchdog: ChildProcess; killNow: () => void } {
-  const out = logFile ? fs.openSync(logFile, 'a') : 'ignore';
-  // Its own process group: a terminal's Ctrl-C reaches us, and we stop the server only
-  // after the workers have drained (they still talk to it while shutting down).
-  const child = spawn(binary, args, { stdio: ['ignore', out, out], detached: true, ...(cwd ? { cwd } : {}) });
-  if (typeof out === 'number') fs.closeSync(out); // the child has its own copy
-  const watchdog = watchParent(child.pid!);
-  const killNow = () => {
-    child.kill('SIGKILL');
-    watchdog.kill('SIGKILL');
-  };
-  process.on('exit', killNow);
-  return { child, watchdog, killNow };
-}
-
 export function startDevServer(opts: DevServerOptions): Promise<DevServer> {
   // A start again after a taken port takes fresh ports.
   let attempt = 0;
@@ -372,7 +150,7 @@ async function startOnce(opts: DevServerOptions, reusePorts: boolean): Promise<D
   const uiUrl = `http://127.0.0.1:${uiPort}`;
   const server = spawnOwned(opts.binary, ['--config-file', configFile, '--allow-no-auth', 'start'], opts.logFile, dir);
   // The UI server starts meanwhile: it connects to the frontend only when asked.
-  let ui: ReturnType<typeof spawnOwned> | undefined;
+  let ui: OwnedProcess | undefined;
   if (uiBinary) {
     const uiDir = path.join(dir, 'ui');
     fs.mkdirSync(path.join(uiDir, 'config'), { recursive: true });
@@ -397,16 +175,6 @@ async function startOnce(opts: DevServerOptions, reusePorts: boolean): Promise<D
     killAll();
     throw e;
   }
-  const stopOne = async (p: ReturnType<typeof spawnOwned>) => {
-    process.off('exit', p.killNow);
-    p.watchdog.kill('SIGKILL');
-    if (p.child.exitCode !== null || p.child.signalCode !== null) return;
-    const exited = new Promise<void>((r) => p.child.once('exit', () => r()));
-    p.child.kill('SIGTERM');
-    const timer = setTimeout(p.killNow, 10_000);
-    await exited;
-    clearTimeout(timer);
-  };
   return {
     address,
     uiUrl: ui ? uiUrl : null,
@@ -415,8 +183,8 @@ async function startOnce(opts: DevServerOptions, reusePorts: boolean): Promise<D
     uiPid: ui?.child.pid ?? null,
     async stop() {
       // The UI first: it only talks to the server.
-      if (ui) await stopOne(ui);
-      await stopOne(server);
+      if (ui) await stopOwned(ui);
+      await stopOwned(server);
     },
   };
 }

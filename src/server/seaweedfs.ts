@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../util/project-paths';
-import { ExitedBeforeServingError, freePort, spawnOwned, startAgainIfExited } from './dev-server';
+import { ExitedBeforeServingError, spawnOwned, startAgainIfExited } from './owned-process';
+import { freePort } from './ports';
 import { sleep } from '../util/sleep';
 
 // Starts SeaweedFS (`weed server`, built by scripts/ensure-seaweedfs.mjs) as a local

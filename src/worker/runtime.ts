@@ -1,6 +1,6 @@
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { METRICS, SECONDS_BUCKETS } from './metric-names';
-import { freePort } from '../server/dev-server';
+import { freePort } from '../server/ports';
 
 let installed = false;
 

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { PROJECT_ROOT } from '../../src/util/project-paths';
-import { DEV_DYNAMIC_CONFIG } from '../../src/server/dev-server';
+import { DEV_DYNAMIC_CONFIG } from '../../src/server/dev-config';
 import { renderDynamicConfig } from '../../src/cluster/node-config';
 import { SEARCH_ATTRIBUTE_FLAGS } from '../../workflows/search-attributes';
 import { ensureCluster } from './cluster-bins';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { expect, test } from 'vitest';
 import { PROJECT_ROOT } from '../../src/util/project-paths';
 import { NO_BINARY, temporalBinary as binary } from '../support/own-server';
-import { freePort } from '../../src/server/dev-server';
+import { freePort } from '../../src/server/ports';
 import { eventually } from '../support/harness';
 
 // `turnstile dev --demo` as a newcomer runs it (what `npm start` hands over to), on its

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { PROJECT_ROOT } from '../../src/util/project-paths';
 import { METRICS } from '../../src/worker/metric-names';
-import { freePort } from '../../src/server/dev-server';
+import { freePort } from '../../src/server/ports';
 import { createTableMeta } from '../../src/storage/generation-store';
 import { TableWriter } from '../../src/client/table-writer';
 import { generateRows } from '../../src/writer';

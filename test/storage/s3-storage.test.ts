@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { SEQ_COLUMN } from '../../src/messages/names';
-import { freePort } from '../../src/server/dev-server';
+import { freePort } from '../../src/server/ports';
 import { readIpcFile } from '../../src/storage/arrow';
 import { createTableMeta, readShardSealed, sealGeneration } from '../../src/storage/generation-store';
 import { generationFile, tableLayout } from '../../src/storage/layout';

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../../src/server/dev-server';
+import { freePort } from '../../src/server/ports';
 import { eventually } from './harness';
 
 // A real Prometheus server scraping the given targets every second, in a temporary
