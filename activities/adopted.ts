@@ -107,7 +107,8 @@ async function staleIndices(tbl: LanceTable, share: number, rows: number): Promi
   for (const ix of await tbl.listIndices()) {
     const st = await tbl.indexStats(ix.name);
     const unindexed = st?.numUnindexedRows ?? 0;
-    if (unindexed > 0 && unindexed >= share * Math.max(1, rows) && ix.columns.length === 1) out.push({ name: ix.name, column: ix.columns[0]!, indexType: ix.indexType });
+    // As a quotient, like the core: share * rows rounds above an exact count (0.07 * 100 > 7).
+    if (unindexed > 0 && unindexed / Math.max(1, rows) >= share && ix.columns.length === 1) out.push({ name: ix.name, column: ix.columns[0]!, indexType: ix.indexType });
   }
   return out;
 }

@@ -234,9 +234,10 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
       return;
     }
     commitsInFlight++;
+    const sinceVersion = st.version;
     void commitAdopted(st, unit, why).then((ev) => {
       commitsInFlight--;
-      if (ev.type === 'committed' && ev.observation && adoptedLog) adoptedLog = recordSample(adoptedLog, ev.observation, true);
+      if (ev.type === 'committed' && ev.observation && adoptedLog) adoptedLog = recordSample(adoptedLog, ev.observation, { sinceVersion });
       if (ev.type === 'commitFailed' && ev.stalled) stalled.add(ev.unitId);
       if (ev.type === 'committed') stalled.delete(ev.unitId);
       push(ev);

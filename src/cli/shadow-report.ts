@@ -30,7 +30,8 @@ export interface ShadowReport {
     outsideCompactions: number;
   };
   turnstile: {
-    perKind: Record<PeriodicKind, { decided: number; carriedOut: number; predictedBytesRecent: number }>;
+    /** predictedBytesRecent: summed over this kind's `recent` decisions among the log's last ones. */
+    perKind: Record<PeriodicKind, { decided: number; carriedOut: number; recent: number; predictedBytesRecent: number }>;
     commitConflicts: number;
     recent: MaintenanceDecision[];
   };
@@ -45,7 +46,7 @@ export async function shadowReport(view: StatusView, tbl: LanceTable, nowMs: num
   const perKind = {} as ShadowReport['turnstile']['perKind'];
   for (const k of ['optimize', 'index', 'gc'] as const) {
     const recent = log.decisions.filter((d) => d.kind === k);
-    perKind[k] = { ...log.totals[k], predictedBytesRecent: recent.reduce((n, d) => n + d.predictedBytes, 0) };
+    perKind[k] = { ...log.totals[k], recent: recent.length, predictedBytesRecent: recent.reduce((n, d) => n + d.predictedBytes, 0) };
   }
   return {
     table: view.table,
@@ -65,7 +66,7 @@ export async function shadowReport(view: StatusView, tbl: LanceTable, nowMs: num
       fragmentsMin: Math.min(...frags),
       rows: stats.numRows,
       bytes: stats.totalBytes,
-      outsideCompactions: outsideCompactions(log).length,
+      outsideCompactions: log.outsideTotal ?? outsideCompactions(log).length,
     },
     turnstile: { perKind, commitConflicts: view.counters.commitConflicts ?? 0, recent: log.decisions.slice(-10) },
   };
@@ -84,7 +85,7 @@ export function formatShadowReport(r: ShadowReport, bytes: (n: number) => string
     `Turnstile ${verb}:`,
   ];
   for (const [k, v] of Object.entries(r.turnstile.perKind)) {
-    lines.push(`  ${k.padEnd(8)} decided ${v.decided}, carried out ${v.carriedOut}; predicted rewrite of the last ${Math.min(v.decided, 100)}: ${bytes(v.predictedBytesRecent)}`);
+    lines.push(`  ${k.padEnd(8)} decided ${v.decided}, carried out ${v.carriedOut}; predicted rewrite of the last ${v.recent}: ${bytes(v.predictedBytesRecent)}`);
   }
   lines.push(`  commit conflicts with outside writers: ${r.turnstile.commitConflicts}`);
   if (r.turnstile.recent.length > 0) {

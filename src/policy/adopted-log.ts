@@ -30,6 +30,17 @@ export interface AdoptedLog {
   /** Decisions ever made, per kind and whether carried out (the list above keeps only the last). */
   totals: { [K in PeriodicKind]: { decided: number; carriedOut: number } };
   samples: TableSample[];
+  /** Compactions someone else ran, as the looks came (recordSample); absent: none yet. */
+  outside?: OutsideCompaction[];
+  outsideTotal?: number;
+}
+
+export interface OutsideCompaction {
+  atMs: number;
+  /** The version of the look that saw the fall. */
+  version: number;
+  fragmentsBefore: number;
+  fragmentsAfter: number;
 }
 
 export const MAX_DECISIONS = 100;
@@ -55,31 +66,43 @@ export function recordDecision(log: AdoptedLog, d: MaintenanceDecision): Adopted
  * Keeps a look that changed something. When full, every other sample of the older half
  * is dropped, so the samples always span the whole time since adoption at a resolution
  * that halves as it ages, instead of only the last few minutes.
+ *
+ * Compactions someone else ran are counted here, as each look comes, not from the kept
+ * samples (thinning would hide falls): a fall of two or more fragments since the last
+ * look (writers only ever add fragments; an update that empties one removes one at
+ * most) into a look that is not a commit of Turnstile's. `ours`: the look a commit of
+ * Turnstile's took as it ended; with `sinceVersion` (the version when it was decided), a
+ * fall another look saw in between, at a version after that, was this commit's and is
+ * taken back. A look older than the last (it raced a commit) changes nothing.
  */
-export function recordSample(log: AdoptedLog, obs: Observation, ours = false): AdoptedLog {
+export function recordSample(log: AdoptedLog, obs: Observation, ours?: true | { sinceVersion: number }): AdoptedLog {
   const last = log.samples[log.samples.length - 1];
-  if (last && last.version === obs.version && last.fragments === obs.fragments) return log;
+  if (last && (obs.version < last.version || (last.version === obs.version && last.fragments === obs.fragments))) {
+    return ours && typeof ours === 'object' ? takeBack(log, ours.sinceVersion, obs.version) : log;
+  }
   const s: TableSample = { atMs: obs.atMs, version: obs.version, fragments: obs.fragments, smallFragments: obs.smallFragments, rows: obs.rows, bytes: obs.bytes, ...(ours ? { ours: true as const } : {}) };
   let samples = [...log.samples, s];
   if (samples.length > MAX_SAMPLES) {
     const half = Math.floor(samples.length / 2);
     samples = [...samples.slice(0, half).filter((_, i) => i % 2 === 0), ...samples.slice(half)];
   }
-  return { ...log, samples };
+  let next: AdoptedLog = { ...log, samples };
+  if (last && !ours && last.fragments - obs.fragments >= 2) {
+    const fall: OutsideCompaction = { atMs: obs.atMs, version: obs.version, fragmentsBefore: last.fragments, fragmentsAfter: obs.fragments };
+    next = { ...next, outside: [...(log.outside ?? []), fall].slice(-MAX_DECISIONS), outsideTotal: (log.outsideTotal ?? 0) + 1 };
+  }
+  return ours && typeof ours === 'object' ? takeBack(next, ours.sinceVersion, obs.version) : next;
 }
 
-/**
- * Compactions someone else ran: looks between which the fragment count fell by two or
- * more (writers only ever add fragments; an update that empties one removes one at
- * most) where the later look is not the one a commit of Turnstile's took as it ended.
- */
+/** Falls seen at versions in (since, upTo]: a commit of Turnstile's made them. */
+function takeBack(log: AdoptedLog, since: number, upTo: number): AdoptedLog {
+  const outside = log.outside ?? [];
+  const kept = outside.filter((o) => o.version <= since || o.version > upTo);
+  if (kept.length === outside.length) return log;
+  return { ...log, outside: kept, outsideTotal: Math.max(0, (log.outsideTotal ?? 0) - (outside.length - kept.length)) };
+}
+
+/** Compactions someone else ran, the latest MAX_DECISIONS of them (outsideTotal counts all). */
 export function outsideCompactions(log: AdoptedLog): { atMs: number; fragmentsBefore: number; fragmentsAfter: number }[] {
-  const out: { atMs: number; fragmentsBefore: number; fragmentsAfter: number }[] = [];
-  for (let i = 1; i < log.samples.length; i++) {
-    const a = log.samples[i - 1]!;
-    const b = log.samples[i]!;
-    if (a.fragments - b.fragments < 2 || b.ours) continue;
-    out.push({ atMs: b.atMs, fragmentsBefore: a.fragments, fragmentsAfter: b.fragments });
-  }
-  return out;
+  return (log.outside ?? []).map(({ atMs, fragmentsBefore, fragmentsAfter }) => ({ atMs, fragmentsBefore, fragmentsAfter }));
 }

@@ -52,6 +52,9 @@ export function adoptedWants(state: TableState, kind: PeriodicKind): boolean {
 /** Folds a look at the table in; whether it found a new version (activity: looked at again soon). */
 export function foldObservation(state: TableState, obs: Observation, nowMs: number): boolean {
   if (!state.adopted) return false;
+  // A look that ran beside a commit can come back after it with the version before:
+  // versions only grow (a Lance restore is a new version), so it tells nothing new.
+  if (obs.version < state.version) return false;
   const before = state.adopted.observed;
   state.adopted.observed = obs;
   state.version = obs.version;

@@ -134,6 +134,8 @@ const adoptedLog = z.object({
   ),
   totals: z.object({ optimize: tally, index: tally, gc: tally }),
   samples: z.array(z.object({ atMs: ms, version: count, fragments: count, smallFragments: count, rows: count, bytes: count, ours: z.literal(true).optional() })),
+  outside: z.array(z.object({ atMs: ms, version: count, fragmentsBefore: count, fragmentsAfter: count })).optional(),
+  outsideTotal: count.optional(),
 });
 
 const schedClass = z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4)]);

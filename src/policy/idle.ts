@@ -17,7 +17,8 @@ export const maxSnapshotSecs = (p: Policy): number => Math.max(p.snapshotInterva
 
 /** What a periodic kind acts on, as a number that grows whenever that changes. */
 export function changeMark(state: TableState, kind: PeriodicKind): number {
-  if (kind !== 'gc') return state.version;
+  // An adopted table has no shards: its pruning acts on versions too.
+  if (kind !== 'gc' || state.adopted) return state.version;
   let sum = 0;
   for (const s of state.shards) sum += s.mergedThroughSeq;
   return sum;
