@@ -171,8 +171,9 @@ describe('shadow-report', () => {
     expect(r.table_.fragmentsMax).toBeGreaterThanOrEqual(4);
     expect(Object.keys(r.turnstile).sort()).toEqual(['commitConflicts', 'perKind', 'recent']);
     for (const kind of ['optimize', 'index', 'gc']) {
-      expect(Object.keys(r.turnstile.perKind[kind]).sort()).toEqual(['carriedOut', 'decided', 'predictedBytesRecent']);
+      expect(Object.keys(r.turnstile.perKind[kind]).sort()).toEqual(['carriedOut', 'decided', 'predictedBytesRecent', 'recent']);
       expect(r.turnstile.perKind[kind].carriedOut).toBe(0);
+      expect(r.turnstile.perKind[kind].recent).toBeLessThanOrEqual(r.turnstile.perKind[kind].decided);
     }
     expect(r.turnstile.commitConflicts).toBe(0);
     expect(Array.isArray(r.turnstile.recent)).toBe(true);
