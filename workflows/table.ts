@@ -212,32 +212,33 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
 
   // ---- carrying out decisions ----
   // An adopted table's commit is recorded; in shadow mode that is all, and the core
-  // hears at once that it "committed" nothing, so it decides again when due.
+  // hears at once that it "committed" nothing, so it decides again when due. In active
+  // mode it is recorded when it ends, as carried out only if it committed.
   const commitOnAdopted = (unit: Unit, why: string): void => {
-    const mode = st.adopted?.mode ?? 'shadow';
-    if (adoptedLog && unit.kind !== 'merge') {
-      const obs = st.adopted?.observed ?? null;
-      const plan = unit.prepared as { reason?: string; predictedBytes?: number } | null;
-      adoptedLog = recordDecision(adoptedLog, {
-        atMs: now(),
-        kind: unit.kind,
-        why,
-        reason: plan?.reason ?? '',
-        predictedBytes: plan?.predictedBytes ?? predictedRewriteBytes(obs, unit.kind),
-        version: st.version,
-        fragments: obs?.fragments ?? 0,
-        carriedOut: mode === 'active',
-      });
-    }
-    if (mode === 'shadow') {
+    if (unit.kind === 'merge') return;
+    const obs = st.adopted?.observed ?? null;
+    const plan = unit.prepared as { reason?: string; predictedBytes?: number } | null;
+    const decided = {
+      atMs: now(),
+      kind: unit.kind,
+      why,
+      reason: plan?.reason ?? '',
+      predictedBytes: plan?.predictedBytes ?? predictedRewriteBytes(obs, unit.kind),
+      version: st.version,
+      fragments: obs?.fragments ?? 0,
+    };
+    if ((st.adopted?.mode ?? 'shadow') === 'shadow') {
+      if (adoptedLog) adoptedLog = recordDecision(adoptedLog, { ...decided, carriedOut: false });
       push({ type: 'committed', unitId: unit.id, version: st.version, rows: 0, attempts: 1 });
       return;
     }
     commitsInFlight++;
-    const sinceVersion = st.version;
     void commitAdopted(st, unit, why).then((ev) => {
       commitsInFlight--;
-      if (ev.type === 'committed' && ev.observation && adoptedLog) adoptedLog = recordSample(adoptedLog, ev.observation, { sinceVersion });
+      if (adoptedLog) {
+        adoptedLog = recordDecision(adoptedLog, { ...decided, carriedOut: ev.type === 'committed' });
+        if (ev.type === 'committed' && ev.observation) adoptedLog = recordSample(adoptedLog, ev.observation, { sinceVersion: decided.version });
+      }
       if (ev.type === 'commitFailed' && ev.stalled) stalled.add(ev.unitId);
       if (ev.type === 'committed') stalled.delete(ev.unitId);
       push(ev);
