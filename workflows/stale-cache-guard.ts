@@ -1,3 +1,16 @@
+// Guards a worker's cached copy of a table run against deciding what the run's history
+// cannot repeat (after which no replay can follow the run: nondeterminism, TMPRL1100).
+// Two cases fail the workflow task, so the SDK evicts the copy and the next task replays
+// the run from its history:
+// - QUERY_TAIL: signals that came with a query are handed to the workflow live, at the
+//   last task's time, where a replay hands them over with the next task: an sdk-core
+//   behaviour, shown on a minimal workflow by test/workflows/query-tail.test.ts. The
+//   rule can go once that test finds no tail.
+// - STALE_CACHE: a copy that had caught up replays again (another worker ran tasks of the
+//   run since). Cause not found: on a minimal workflow, copies catching up were handed the
+//   same jobs at the same times as a replay from history (over a thousand catch-up
+//   activations); the one that differed came after its copy took a query's tail.
+
 import type { WorkflowInterceptorsFactory, WorkflowInternalsInterceptor } from '@temporalio/workflow';
 import { QUERY_TAIL } from '../src/messages/errors';
 
