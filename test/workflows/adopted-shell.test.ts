@@ -11,6 +11,7 @@ import { workflowBundle } from '../../src/worker/create-worker';
 import { installQuietRuntime } from '../../src/worker/runtime';
 import type { TableWorkflowArgs } from '../../workflows';
 import { eventually, uniqueName } from '../support/harness';
+import { recordHistory } from '../support/record-history';
 
 // The table workflow of an adopted table (workflows/table.ts, adopted-units.ts) with
 // mocked activities: what shadow and active mode do with the core's decisions, and
@@ -117,6 +118,8 @@ test("active mode: a commit's result reaches the state (version, look, conflicts
     expect(v.counters.commitConflicts).toBe(2);
     expect(v.adoptedLog!.totals.optimize).toMatchObject({ carriedOut: 1 });
     expect(v.adoptedLog!.samples.at(-1)).toMatchObject({ version: 4, fragments: 1, ours: true });
+    await s.tables.handle(s.table).terminate('recorded');
+    await recordHistory(env.client, s.tables.handle(s.table), 'adopted-active');
   } finally {
     await s.close();
   }
@@ -186,6 +189,8 @@ test('the mode and the log survive continue-as-new', async () => {
     expect(v.adopted).toMatchObject({ uri: `/outside/${s.table}.lance`, mode: 'shadow' });
     expect(v.adoptedLog!.sinceMs).toBe(since);
     expect(v.adoptedLog!.decisions.slice(0, first.adoptedLog!.decisions.length)).toEqual(first.adoptedLog!.decisions);
+    await s.tables.handle(s.table).terminate('recorded');
+    await recordHistory(env.client, s.tables.handle(s.table), 'adopted-continue-as-new');
   } finally {
     await s.close();
   }
