@@ -76,3 +76,10 @@ test('workflow-task-cost: both modes counted from the histories, the ratio print
   for (const mode of ['stack traces on', 'stack traces off \\(default\\)']) expect(out).toMatch(new RegExp(`^${mode} +([2-9]|\\d{2,}) +[\\d.]+ +[\\d.]+ +\\d+ +\\d+$`, 'm'));
   expect(out).toMatch(/^CPU per workflow task, off \/ on: [\d.]+x$/m);
 });
+
+test('contention: each regime leaves exactly the rows its writers committed', async () => {
+  const out = await bench('contention.ts', ['--writers', '2', '--minutes', '0.15', '--regimes', 'a,b,c', '--initial-rows', '500', '--batch', '50', '--optimize-every-secs', '3', '--retention-secs', '3', '--sample-secs', '1', '--point-queries', '20']);
+  for (const r of ['a', 'b', 'c']) expect(out).toMatch(new RegExp(`^\\| ${r}: [^|]+ \\| 2 \\| \\d+ \\| [\\d.]+ \\| .* \\| PASS, 0 \\| \\d+ / \\d+ / \\d+ \\| \\d+ / \\d+ / \\d+ \\|`, 'm'));
+  expect(out).toMatch(/^commits by operation \(from the transactions\): .*Update \d+/m);
+  expect(out).toMatch(/^bytes handed to write calls \(wchar\): writers [\d.]+ MiB/m);
+}, 300_000);
