@@ -4,7 +4,7 @@ import path from 'node:path';
 import type * as lancedb from '@lancedb/lancedb';
 import { PROJECT_ROOT } from '../../src/util/project-paths';
 import { sleep } from '../../src/util/sleep';
-import type { WriterSummary } from './outside-table';
+import { readWriterLog, type WriterRun } from './outside-table';
 import { eventually, type Harness } from './harness';
 
 // The processes of an adopted-table test: `turnstile` commands and workers as operators
@@ -94,12 +94,21 @@ export interface WriterOptions {
   rate: number;
 }
 
+/** A writer's log read after it stopped; `killed` when it did not end its batch in time. */
+export type StoppedWriter = WriterRun & { writer: number; killed: boolean };
+
+/** After SIGTERM a writer ends its batch, or gives a failing one up 20 s on. */
+const WRITER_STOP_MS = 30_000;
+
 export interface Writers {
   logs: string[];
   /** Starts them all at once (each waits for "go" after it connected). */
   go(): void;
-  /** SIGTERM: each ends after its current batch and writes its summary (with its model); the summaries. */
-  stop(): Promise<WriterSummary[]>;
+  /**
+   * SIGTERM: each ends after its current batch; one still in its batch after
+   * WRITER_STOP_MS is SIGKILLed (its batch may or may not have committed). Their logs.
+   */
+  stop(): Promise<StoppedWriter[]>;
   /** Each writer's stderr, for a failure message. */
   stderr(): string;
   kill(): void;
@@ -146,21 +155,23 @@ export async function startWriters(o: WriterOptions): Promise<Writers> {
     logs,
     go: () => children.forEach((c) => c.stdin!.write('go\n')),
     async stop() {
-      await Promise.all(
+      return Promise.all(
         children.map(async (c, i) => {
+          let killed = false;
           if (c.exitCode === null && c.signalCode === null) {
             const exited = new Promise((r) => c.once('exit', r));
             c.kill('SIGTERM');
+            const timer = setTimeout(() => {
+              killed = true;
+              c.kill('SIGKILL');
+            }, WRITER_STOP_MS);
             await exited;
+            clearTimeout(timer);
           }
-          if (c.exitCode !== 0) throw new Error(`writer ${i + 1} exited with ${c.exitCode ?? c.signalCode}: ${errs[i]}`);
+          if (!killed && c.exitCode !== 0) throw new Error(`writer ${i + 1} exited with ${c.exitCode ?? c.signalCode}: ${errs[i]}`);
+          return { ...readWriterLog(logs[i]!, i + 1), writer: i + 1, killed };
         }),
       );
-      return logs.map((l, i) => {
-        const last = fs.existsSync(l) ? (JSON.parse(fs.readFileSync(l, 'utf8').trimEnd().split('\n').at(-1) ?? 'null') as WriterSummary | null) : null;
-        if (last?.type !== 'summary') throw new Error(`writer ${i + 1} wrote no summary to ${l}`);
-        return last;
-      });
     },
     stderr: () =>
       errs

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
 import { arrow, type ArrowTable } from '../../src/storage/arrow';
@@ -58,18 +59,57 @@ export interface WriterModel {
   pending: { seq: number; keys: number[] } | null;
 }
 
-/** The last line of a writer's log. */
-export interface WriterSummary {
-  type: 'summary';
-  writer: number;
+/**
+ * A line of a writer's log (appended as it goes, so a writer killed in a batch leaves a
+ * log that still tells what it committed): a batch begun, committed, or an attempt failed.
+ */
+export type WriterLogLine =
+  | { type: 'begin'; t: number; seq: number; keys: number[] }
+  | { type: 'commit'; t: number; seq: number; attempts: number; lanceRetries: number }
+  | { type: 'failure'; t: number; seq: number; attempt: number; ms: number; error: string };
+
+/** What a writer's log says: its model, its counts, and the batch it was in when the log ends. */
+export interface WriterRun {
+  model: WriterModel;
   commits: number;
-  /** Attempts that threw (each retried until it committed). */
+  /** Attempts that threw (each retried). */
   failures: number;
   /** Attempts lancedb retried inside one mergeInsert (numAttempts - 1), summed. */
-  conflictRetries: number;
-  batchP50Ms: number;
-  batchP99Ms: number;
-  model: WriterModel;
+  lanceRetries: number;
+  batchMs: number[];
+  /** The batch begun and neither committed nor given up when the log ends. */
+  inFlight: { seq: number; sinceMs: number } | null;
+  errors: string[];
+}
+
+export function readWriterLog(file: string, writer: number): WriterRun {
+  const model: WriterModel = { writer, keyBase: writer * KEY_STRIDE, seqs: [], pending: null };
+  const run: WriterRun = { model, commits: 0, failures: 0, lanceRetries: 0, batchMs: [], inFlight: null, errors: [] };
+  let begun: Extract<WriterLogLine, { type: 'begin' }> | null = null;
+  for (const text of fs.readFileSync(file, 'utf8').split('\n')) {
+    let line: WriterLogLine;
+    try {
+      line = JSON.parse(text) as WriterLogLine;
+    } catch {
+      continue; // empty, or cut short by a kill
+    }
+    if (line.type === 'begin') begun = line;
+    else if (line.type === 'failure') {
+      run.failures++;
+      run.errors.push(`seq ${line.seq} attempt ${line.attempt} after ${(line.ms / 1000).toFixed(1)} s: ${line.error}`);
+    } else if (begun && line.seq === begun.seq) {
+      for (const k of begun.keys) model.seqs[k - model.keyBase] = begun.seq;
+      run.commits++;
+      run.lanceRetries += line.lanceRetries;
+      run.batchMs.push(line.t - begun.t);
+      begun = null;
+    }
+  }
+  if (begun) {
+    model.pending = { seq: begun.seq, keys: begun.keys };
+    run.inFlight = { seq: begun.seq, sinceMs: begun.t };
+  }
+  return run;
 }
 
 export interface Verified {
