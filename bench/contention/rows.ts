@@ -4,6 +4,7 @@ import * as lancedb from '@lancedb/lancedb';
 import { arrow, type ArrowTable } from '../../src/storage/arrow';
 import { isS3 } from '../../src/storage/location';
 import { lanceStorageOptions } from '../../src/storage/s3-env';
+import { mulberry32 } from '../../src/util/mulberry32';
 
 // What the contention bench's processes share: the row shape, the key scheme, a seeded
 // random source, and the writer's model (the final state each writer expects to find).
@@ -44,17 +45,8 @@ export function makeBatch(keys: readonly number[], writer: number, seq: number):
 /** Element j of a row's payload; exact in float32 (a multiple of 1/1024 below 1). */
 export const payload = (key: number, seq: number, j: number): number => ((key * 31 + seq * 17 + j * 7) % 1024) / 1024;
 
-/** mulberry32: small, fast and the same sequence for the same seed in every process. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The same sequence for the same seed in every process. */
+export const rng = mulberry32;
 
 /**
  * What a writer committed: key keyBase + i was last written with seq seqs[i]. A batch
