@@ -9,7 +9,7 @@ import type { SnapshotResult } from '../src/storage/generation-store';
 
 export type { IndexSpec } from '../src/messages/index-spec';
 export type { SnapshotResult } from '../src/storage/generation-store';
-export type { GcPlan, IndexPlan, OptimizePlan, PreparedMerge, PrepareTimings } from '../src/policy/unit-results';
+export type { GcPlan, IndexPlan, OptimizePlan, PreparedMerge, PrepareTimings, UnitCost } from '../src/policy/unit-results';
 
 /** Progress details sent as heartbeats; the workflow sees the last one on a timeout. */
 export type Progress =

@@ -66,3 +66,17 @@ export interface GcPlan {
   files: string[];
   tempFiles: string[];
 }
+
+/**
+ * What one activity cost, reported with its result (turnstile history, the
+ * bytes-rewritten metrics and write amplification). Absent from results of workers that
+ * do not measure it.
+ */
+export interface UnitCost {
+  /** Bytes read from storage: generation files, prepared batches, table data files. */
+  bytesRead: number;
+  /** Bytes written to storage: prepared batches, table data files, index files. */
+  bytesWritten: number;
+  /** Worker CPU time, shared out among the activities running at the same time. */
+  cpuMs: number;
+}
