@@ -2,7 +2,9 @@ import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { AwaitMergedRequest, AwaitMergedResult, BumpRequest, Demand, PauseRequest } from '../src/messages/payload-schemas';
 import type { PolicyOverride } from '../src/config/policy-schema';
 import type { AdoptedLog, DrainEstimate, Grant, statusView } from '../src/policy';
-import type { AdoptedMode, Policy } from '../src/policy/types';
+import type { AdoptedMode, Kind, Policy } from '../src/policy/types';
+import type { UnitHistory } from '../src/policy/unit-history';
+import type { DemandRecord } from '../src/policy/demand-record';
 
 import type { WritePressure } from '../src/writer';
 
@@ -16,7 +18,18 @@ export type StatusView = ReturnType<typeof statusView> & {
   grants?: Grant[];
   /** Adopted tables: decisions and looks at the table since adoption (src/policy/adopted-log.ts). */
   adoptedLog?: AdoptedLog;
+  /** What maintenance wrote per byte sealed; absent from workflows of releases before 0.4.0. */
+  cost?: TableCost;
 };
+
+export interface TableCost {
+  /** Bytes writers reported for the generations they sealed. */
+  sealedBytes: number;
+  /** Bytes written by each kind's units (prepared batches, table data and index files). */
+  bytesWritten: Partial<Record<Kind, number>>;
+  /** Sum of bytesWritten / sealedBytes; null before anything was sealed. */
+  writeAmplification: number | null;
+}
 
 // Every signal, query and update of the table workflow, defined once; the wire name
 // equals the symbol. Workflows, the client and the tests import these constants.
@@ -39,3 +52,8 @@ export const setMode = defineUpdate<AdoptedMode, [AdoptedMode]>('setMode');
 
 // The name is part of the type so read-status.ts can check its literal without loading this module.
 export const state = defineQuery<StatusView, [], 'state'>('state');
+
+/** Every unit that ran (bounded per kind) with its cost (src/policy/unit-history.ts). */
+export const history = defineQuery<UnitHistory, [], 'history'>('history');
+/** The table's demand and unit durations in time buckets, for `policy --dry-run` (src/policy/demand-record.ts). */
+export const demandRecord = defineQuery<DemandRecord, [], 'demandRecord'>('demandRecord');

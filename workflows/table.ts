@@ -30,10 +30,13 @@ import {
   type Grant,
   type RateSample,
 } from '../src/policy';
+import { emptyHistory, writeAmplification } from '../src/policy/unit-history';
+import { emptyDemandRecord } from '../src/policy/demand-record';
+import { journalActivation, type Journal } from '../src/policy/unit-journal';
 import type { Decision, PolicyEvent, TableState, Unit } from '../src/policy/types';
 import { checkAwaitMerged, checkSignal, type SignalName } from '../src/messages/message-check';
 import * as msg from './messages';
-import { commitUnit, prepareUnit, runSnapshot } from './run-unit';
+import { commitBytes, commitUnit, prepareUnit, runSnapshot } from './run-unit';
 import { commitAdopted, prepareAdopted, runObserve } from './adopted-units';
 import { Alarm } from './alarm';
 import { activationSettled } from './activation';
@@ -110,6 +113,9 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   let grants: Grant[] = carried?.grants ?? [];
   // Adopted tables: what was decided and how the table moved, for shadow-report.
   let adoptedLog: AdoptedLog | undefined = carried?.adoptedLog ?? (st.adopted ? emptyLog(Date.now()) : undefined);
+  // What ran, at what cost, and the demand it served: for `history` and `policy --dry-run`.
+  let journal: Journal = { running: {}, history: carried?.history ?? emptyHistory(Date.now()), demand: carried?.demand ?? emptyDemandRecord() };
+  const reservedBytes = (u: Unit, riders: readonly Unit[]) => commitBytes(u, [...riders]);
   const drain = () => estimateDrain(rates, rateSample(st, now()));
   // Metrics must never fail the workflow task (a failing task stalls the table).
   const publishMetricsSafely = (state: TableState, decisions: Decision[], eta: DrainEstimate) => {
@@ -207,8 +213,12 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   setHandler(msg.state, () => {
     const view = statusView(st, now());
     const pressure = { writePressure: view.writePressure, backlog: view.backlog, hardBacklog: st.policy.hardBacklog, maxWriteDelayMs: st.policy.maxWriteDelayMs };
-    return { ...view, stalledUnits: [...stalled], pressure, policy: st.policy, drain: drain(), grants, ...(adoptedLog ? { adoptedLog } : {}) };
+    const h = journal.history;
+    const cost = { sealedBytes: h.sealedBytes, bytesWritten: Object.fromEntries(Object.entries(h.totals).map(([k, t]) => [k, t.bytesWritten])), writeAmplification: writeAmplification(h) };
+    return { ...view, stalledUnits: [...stalled], pressure, policy: st.policy, drain: drain(), grants, cost, ...(adoptedLog ? { adoptedLog } : {}) };
   });
+  setHandler(msg.history, () => journal.history);
+  setHandler(msg.demandRecord, () => journal.demand);
 
   // ---- carrying out decisions ----
   // An adopted table's commit is recorded; in shadow mode that is all, and the core
@@ -289,11 +299,14 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
     } else {
       // Everything that arrived in this activation happened at one instant: decide once.
       const batch = inbox.splice(0);
+      const before = st;
       const r = stepAll(st, canonicalOrder(batch), now());
       st = r.state;
       // While draining for continue-as-new, start nothing new: carryOver() hands
       // unstarted work to the next run.
-      for (const d of r.decisions) if (!draining || d.type === 'wakeAt') execute(d);
+      const carriedOut = draining ? r.decisions.filter((d) => d.type === 'wakeAt') : r.decisions;
+      for (const d of carriedOut) execute(d);
+      journal = journalActivation(journal, { before, after: st, events: batch, decisions: carriedOut, nowMs: now(), reservedBytes });
       rates = addRateSample(rates, rateSample(st, now()));
       grants = recordGrants(grants, draining ? [] : r.decisions, now());
       const eta = drain();
@@ -311,7 +324,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
     if (draining && commitsInFlight === 0) {
       await condition(allHandlersFinished);
       if (inbox.length > 0) continue; // events that arrived while handlers finished
-      await makeContinueAsNewFunc<typeof tableWorkflow>({ initialVersioningBehavior: 'AUTO_UPGRADE' })({ ...args, carried: { formatVersion: CARRIED_FORMAT, state: carryOver(st), stalled: [...stalled], rates, grants, ...(adoptedLog ? { adoptedLog } : {}) } });
+      await makeContinueAsNewFunc<typeof tableWorkflow>({ initialVersioningBehavior: 'AUTO_UPGRADE' })({ ...args, carried: { formatVersion: CARRIED_FORMAT, state: carryOver(st), stalled: [...stalled], rates, grants, history: journal.history, demand: journal.demand, ...(adoptedLog ? { adoptedLog } : {}) } });
     }
   }
 }

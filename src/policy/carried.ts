@@ -5,6 +5,8 @@ import { formatZodError } from '../util/zod-format';
 import type { RateSample } from './drain-eta';
 import type { AdoptedLog } from './adopted-log';
 import type { Grant } from './grants';
+import { MAX_BUCKETS, MAX_SHARDS_NAMED, type DemandRecord } from './demand-record';
+import type { UnitHistory } from './unit-history';
 import { marks } from './initial';
 import { KINDS, type TableState } from './types';
 
@@ -16,7 +18,8 @@ import { KINDS, type TableState } from './types';
 // test/policy/carried.test.ts holds it to the inputs the previous release recorded
 // (test/fixtures/carried-<release>.json).
 //
-// formatVersion says which format wrote it: absent = 1 (release 0.1.0), 2 since 0.2.0.
+// formatVersion says which format wrote it: absent = 1 (release 0.1.0), 2 since 0.2.0, 3
+// since 0.4.0.
 // To change the format: add fields with defaults here (never give an existing field
 // another meaning), raise CARRIED_FORMAT, and once released, record its inputs as the
 // next fixture. Keys this release does not know are dropped, not refused, and a newer
@@ -26,7 +29,7 @@ import { KINDS, type TableState } from './types';
 // Pure (no Temporal): the workflow parses with it, the tests without a server.
 
 /** The format this release writes. */
-export const CARRIED_FORMAT = 2;
+export const CARRIED_FORMAT = 3;
 
 /** What a run carries across continue-as-new, as this release reads and writes it. */
 export interface Carried {
@@ -40,6 +43,10 @@ export interface Carried {
   grants: Grant[];
   /** Adopted tables: decisions and looks for shadow-report (adopted-log.ts). */
   adoptedLog?: AdoptedLog;
+  /** The maintenance history with its cost (unit-history.ts); absent before 0.4.0. */
+  history?: UnitHistory;
+  /** Demand and unit durations for the policy dry run (demand-record.ts); absent before 0.4.0. */
+  demand?: DemandRecord;
 }
 
 const count = z.number().int().nonnegative();
@@ -138,6 +145,55 @@ const adoptedLog = z.object({
   outsideTotal: count.optional(),
 });
 
+const durations = z.object({ n: count, sumMs: z.number().nonnegative(), minMs: z.number().nonnegative(), maxMs: z.number().nonnegative() });
+const perKindPartial = <T extends z.ZodTypeAny>(t: T) => z.object({ merge: t.optional(), optimize: t.optional(), index: t.optional(), gc: t.optional() });
+const demandRecord = z.object({
+  buckets: z
+    .array(
+      z.object({
+        startMs: ms,
+        endMs: ms,
+        seals: count,
+        sealedBytes: count,
+        shards: z.array(z.string()).max(MAX_SHARDS_NAMED),
+        prepare: perKindPartial(durations),
+        preparedGenerations: count,
+        idlePrepares: perKindPartial(count),
+        commit: perKindPartial(durations),
+        wait: perKindPartial(durations),
+      }),
+    )
+    .max(MAX_BUCKETS),
+});
+const kindTotals = z.object({ units: count, bytesRead: count, bytesWritten: count, cpuMs: z.number().nonnegative() });
+const unitHistory = z.object({
+  sinceMs: ms,
+  entries: z.array(
+    z.object({
+      unitId: z.string(),
+      kind,
+      shard: z.string().optional(),
+      fromSeq: count.optional(),
+      toSeq: count.optional(),
+      startedAtMs: ms,
+      readyAtMs: ms.optional(),
+      grantedAtMs: ms.optional(),
+      endedAtMs: ms,
+      outcome: z.enum(['committed', 'nothing to do', 'failed', 'stalled', 'no headroom', 'shadow']),
+      why: z.string(),
+      error: z.string().optional(),
+      rows: count,
+      bytesRead: count,
+      bytesWritten: count,
+      cpuMs: z.number().nonnegative(),
+      reservedBytes: count,
+      riders: z.array(z.string()).optional(),
+    }),
+  ),
+  totals: perKind(kindTotals),
+  sealedBytes: count,
+});
+
 const schedClass = z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4)]);
 const streak = z.object({ kind, count });
 const mark = z.object({ planned: z.number().nullable(), done: z.number().nullable() });
@@ -189,6 +245,8 @@ export const carriedSchema = z.object({
   rates: z.array(z.object({ atMs: ms, sealed: count, merged: count })).default([]),
   grants: z.array(z.object({ atMs: ms, unitId: z.string(), kind, why: z.string(), waitedSecs: z.number().nonnegative(), riders: z.array(z.string()).optional() })).default([]),
   adoptedLog: adoptedLog.optional(),
+  history: unitHistory.optional(),
+  demand: demandRecord.optional(),
 }) satisfies z.ZodType<Carried, z.ZodTypeDef, unknown>;
 
 export type CarriedResult = { ok: true; carried: Carried } | { ok: false; error: string };

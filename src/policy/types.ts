@@ -2,7 +2,7 @@
 // the table workflow carries it across continue-as-new, and the simulator and the
 // property tests build it without Temporal.
 
-import type { GcPlan, IndexPlan, OptimizePlan, PreparedMerge } from './unit-results';
+import type { GcPlan, IndexPlan, OptimizePlan, PreparedMerge, UnitCost } from './unit-results';
 
 export const KINDS = ['merge', 'optimize', 'index', 'gc'] as const;
 export type Kind = (typeof KINDS)[number];
@@ -310,8 +310,8 @@ export type PolicyEvent =
   | PreparedEvent
   | { type: 'prepareFailed'; unitId: string; error: string; retryable: boolean; stalled: boolean }
   /** scan: the store as a merge's commit saw it when it ended (it counts as a snapshot). */
-  | { type: 'committed'; unitId: string; version: number; rows?: number; attempts: number; scan?: StoreScan; conflicts?: number; observation?: Observation }
-  | { type: 'commitFailed'; unitId: string; error: string; retryable: boolean; stalled: boolean; conflicts?: number }
+  | { type: 'committed'; unitId: string; version: number; rows?: number; attempts: number; scan?: StoreScan; conflicts?: number; observation?: Observation; cost?: UnitCost }
+  | { type: 'commitFailed'; unitId: string; error: string; retryable: boolean; stalled: boolean; conflicts?: number; cost?: UnitCost }
   /**
    * The turn holder's commit was taken by no worker within commitAdmissionWaitSecs:
    * it never started, so nothing was done. `bytes`: what the commit reserves.
@@ -333,7 +333,7 @@ export type PolicyEvent =
  * out), which counts as a snapshot (idle.ts).
  */
 export type PreparedEvent = {
-  [K in Kind]: { type: 'prepared'; kind: K; unitId: string; needsCommit: boolean; prepared: PreparedOf[K] | null; reservedBytes?: number; attempts: number; scan?: StoreScan };
+  [K in Kind]: { type: 'prepared'; kind: K; unitId: string; needsCommit: boolean; prepared: PreparedOf[K] | null; reservedBytes?: number; attempts: number; scan?: StoreScan; cost?: UnitCost };
 }[Kind];
 
 // ---- decisions the workflow shell carries out ----
