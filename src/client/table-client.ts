@@ -1,4 +1,6 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import type { UnitHistory } from '../policy/unit-history';
+import type { DemandRecord } from '../policy/demand-record';
 import type { SignalDefinition } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { optionalTsToMs } from '@temporalio/common/lib/time';
@@ -102,6 +104,16 @@ export class TableClient {
    */
   operatorState(table: string): Promise<StatusView> {
     return retryQuery(() => this.state(table), { whyNot: () => this.whyNoAnswer(table) });
+  }
+
+  /** Every unit that ran (bounded per kind) with its cost: `turnstile history`. */
+  history(table: string): Promise<UnitHistory> {
+    return retryQuery(() => this.handle(table).query(msg.history), { whyNot: () => this.whyNoAnswer(table) });
+  }
+
+  /** The table's recorded demand and unit durations: `turnstile policy --dry-run`. */
+  demandRecord(table: string): Promise<DemandRecord> {
+    return retryQuery(() => this.handle(table).query(msg.demandRecord), { whyNot: () => this.whyNoAnswer(table) });
   }
 
   /** Why no worker can answer the table's query (none has polled its task queue lately), or null. */
