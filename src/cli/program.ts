@@ -219,6 +219,14 @@ export function buildProgram(): Command {
     .action(run(async () => (await import('./view-commands')).why));
 
   program
+    .command('history')
+    .description('every unit the table ran, newest last: kind, times, outcome, why, rows, bytes read and written, CPU, reserved bytes')
+    .argument('<NAME>', 'table name')
+    .option('--since <DURATION>', 'only units that ended this long ago or later, e.g. 90s, 15m, 6h, 7d (at most 30d)')
+    .option('--json', 'print JSON')
+    .action(run(async () => (await import('./history')).history));
+
+  program
     .command('policy')
     .description("change a table's policy (validated by its workflow, kept in table.json)")
     .argument('<NAME>', 'table name')
