@@ -3,6 +3,7 @@ import { backlogOf } from '../src/policy';
 import type { DrainEstimate } from '../src/policy';
 import type { Counters, Decision, Kind, TableState } from '../src/policy/types';
 import { METRICS } from '../src/worker/metric-names';
+import { writeAmplification, type UnitHistory } from '../src/policy/unit-history';
 
 // The table's Prometheus metrics, from the workflow's own metric meter: the SDK emits
 // nothing while replaying, so a worker that picks a table up after a restart does not
@@ -28,18 +29,24 @@ function instruments() {
     conflicts: metricMeter.createCounter(METRICS.commitConflicts, '', 'adopted tables: commit attempts lost to an outside writer'),
     fragments: metricMeter.createGauge(METRICS.fragments, 'int', '', 'adopted tables: fragments at the latest look'),
     decisions: metricMeter.createCounter(METRICS.maintenanceDecisions, '', 'adopted tables: maintenance decided, per kind and mode (shadow: recorded only)'),
+    rewritten: metricMeter.createCounter(METRICS.bytesRewritten, 'By', 'bytes written by units, per kind'),
+    sealed: metricMeter.createCounter(METRICS.sealedBytes, 'By', 'bytes writers sealed'),
+    amplification: metricMeter.createGauge(METRICS.writeAmplification, 'float', '', 'bytes written by all units per byte sealed'),
   };
 }
 
 /** One publisher per run, starting from the counters the run began with. */
-export function createMetricsPublisher(start: TableState): (st: TableState, decisions: Decision[], nowMs: number, drain: DrainEstimate) => void {
-  const { backlog, pressure, queueLength, reserved, drainEta, turnWait, turns, stalls, retries, rowsMerged, rejectedSignals, conflicts, fragments, decisions: decided } = instruments();
+export function createMetricsPublisher(start: TableState, startHistory: UnitHistory): (st: TableState, history: UnitHistory, decisions: Decision[], nowMs: number, drain: DrainEstimate) => void {
+  const { backlog, pressure, queueLength, reserved, drainEta, turnWait, turns, stalls, retries, rowsMerged, rejectedSignals, conflicts, fragments, decisions: decided, rewritten, sealed, amplification } = instruments();
   let last: Counters = start.counters;
+  let lastHistory = startHistory;
   // Counters appear once they are added to: 0 makes stalls and retries visible (and
   // the dashboard's panels non-empty) before the first one happens.
   for (const c of [stalls, retries, rowsMerged, rejectedSignals]) c.add(0, { table: start.table });
   if (start.adopted) conflicts.add(0, { table: start.table });
-  return (st, decisions, nowMs, drain) => {
+  sealed.add(0, { table: start.table });
+  for (const kind of Object.keys(startHistory.totals) as Kind[]) rewritten.add(0, { table: start.table, kind });
+  return (st, history, decisions, nowMs, drain) => {
     const tags = { table: st.table };
     backlog.set(backlogOf(st), tags);
     pressure.set(st.writePressure, tags);
@@ -65,6 +72,11 @@ export function createMetricsPublisher(start: TableState): (st: TableState, deci
     addDelta(rejectedSignals, (c.rejectedSignals ?? 0) - (last.rejectedSignals ?? 0), tags);
     addDelta(conflicts, (c.commitConflicts ?? 0) - (last.commitConflicts ?? 0), tags);
     last = c;
+    for (const kind of Object.keys(history.totals) as Kind[]) addDelta(rewritten, history.totals[kind].bytesWritten - lastHistory.totals[kind].bytesWritten, { ...tags, kind });
+    addDelta(sealed, history.sealedBytes - lastHistory.sealedBytes, tags);
+    const wa = writeAmplification(history);
+    if (wa !== null) amplification.set(wa, tags);
+    lastHistory = history;
   };
 }
 

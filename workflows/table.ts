@@ -106,7 +106,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   const inbox: PolicyEvent[] = [{ type: 'timer' }];
   const alarm = new Alarm();
   const publishToUi = createUiPublisher();
-  const publishMetrics = createMetricsPublisher(st);
+
   // The drain ETA's window of rate samples and the record of the last turn grants: kept
   // by the shell (the core's decisions do not depend on them), carried across continue-as-new.
   let rates: RateSample[] = carried?.rates ?? [];
@@ -116,11 +116,12 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   // What ran, at what cost, and the demand it served: for `history` and `policy --dry-run`.
   let journal: Journal = { running: {}, history: carried?.history ?? emptyHistory(Date.now()), demand: carried?.demand ?? emptyDemandRecord() };
   const reservedBytes = (u: Unit, riders: readonly Unit[]) => commitBytes(u, [...riders]);
+  const publishMetrics = createMetricsPublisher(st, journal.history);
   const drain = () => estimateDrain(rates, rateSample(st, now()));
   // Metrics must never fail the workflow task (a failing task stalls the table).
   const publishMetricsSafely = (state: TableState, decisions: Decision[], eta: DrainEstimate) => {
     try {
-      publishMetrics(state, decisions, now(), eta);
+      publishMetrics(state, journal.history, decisions, now(), eta);
     } catch (e) {
       log.warn('metrics not published', { error: String(e) });
     }

@@ -46,6 +46,11 @@ export function formatStatus(s: StatusView): string {
   const rejected = c.rejectedSignals ? `  rejected signals ${c.rejectedSignals}` : '';
   lines.push(`turns: ${Object.entries(c.turns).map(([k, n]) => `${k} ${n}`).join(', ')}  stalls ${c.stalls}  retries ${c.retries}${rejected}`);
   // Absent from the state of workflows running older code.
+  if (s.cost) {
+    const written = Object.entries(s.cost.bytesWritten).map(([k, n]) => `${k} ${formatBytes(n ?? 0)}`).join(', ');
+    const wa = s.cost.writeAmplification === null ? '-' : s.cost.writeAmplification.toFixed(2);
+    lines.push(`write amplification: ${wa} (written by units ${written}; sealed ${formatBytes(s.cost.sealedBytes)}); \`turnstile history ${s.table}\` lists units`);
+  }
   if (s.grants?.length) lines.push(`last turn: ${s.grants[s.grants.length - 1]!.unitId} (${s.grants[s.grants.length - 1]!.why}); \`turnstile why ${s.table}\` lists more`);
   if (s.snapshot) lines.push(`snapshot: every ${s.snapshot.everySecs} s, ${s.snapshot.running ? 'running' : `next in ${Math.round(s.snapshot.nextInSecs ?? 0)} s`}`);
   return lines.join('\n');

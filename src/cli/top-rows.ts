@@ -17,6 +17,8 @@ export interface TopRow {
   drain: string;
   stalled: string[];
   paused: boolean;
+  /** Bytes written by the table's units per byte sealed; null before anything was sealed or from older workflows. */
+  writeAmplification: number | null;
 }
 
 export function topRows(views: StatusView[]): TopRow[] {
@@ -33,6 +35,7 @@ export function topRows(views: StatusView[]): TopRow[] {
         drain: v.drain ? formatDrain(v.drain) : 'unknown (workflow code from before the drain ETA)',
         stalled: [...v.stalledUnits],
         paused: v.paused || v.pausedKinds.length > 0,
+        writeAmplification: v.cost?.writeAmplification ?? null,
       };
     })
     .sort((a, b) => b.backlog - a.backlog || a.table.localeCompare(b.table));
@@ -43,12 +46,12 @@ const pad = (s: string, n: number): string => (s.length >= n ? s.slice(0, n - 1)
 /** The table `top` draws; `silent`: tables that did not answer; `at`: the time in its header. */
 export function formatTop(rows: TopRow[], silent: { table: string; error: string }[], at: Date): string {
   const head = `turnstile top  ${at.toISOString().slice(11, 19)} UTC  ${rows.length} table${rows.length === 1 ? '' : 's'}  (sorted by backlog; Ctrl-C quits)`;
-  const cols = `${pad('TABLE', 24)}${pad('BACKLOG', 9)}${pad('PRESSURE', 9)}${pad('TURN', 20)}${pad('LONGEST WAIT', 26)}${pad('ETA', 12)}STALLED`;
+  const cols = `${pad('TABLE', 24)}${pad('BACKLOG', 9)}${pad('PRESSURE', 9)}${pad('TURN', 20)}${pad('LONGEST WAIT', 26)}${pad('ETA', 12)}${pad('W.AMP', 7)}STALLED`;
   const lines = rows.map((r) => {
     const wait = r.longestWait ? `${r.longestWait.unitId} ${r.longestWait.waitedSecs.toFixed(0)} s` : '-';
     const eta = r.etaSecs !== null ? `${Math.ceil(r.etaSecs)} s` : r.drain.startsWith('never') ? 'never' : r.drain.split(' ')[0]!;
     const stalled = r.stalled.length ? r.stalled.join(',') : '-';
-    return `${pad(r.table + (r.paused ? ' (paused)' : ''), 24)}${pad(String(r.backlog), 9)}${pad(r.writePressure.toFixed(2), 9)}${pad(r.turn ?? 'free', 20)}${pad(wait, 26)}${pad(eta, 12)}${stalled}`;
+    return `${pad(r.table + (r.paused ? ' (paused)' : ''), 24)}${pad(String(r.backlog), 9)}${pad(r.writePressure.toFixed(2), 9)}${pad(r.turn ?? 'free', 20)}${pad(wait, 26)}${pad(eta, 12)}${pad(r.writeAmplification === null ? '-' : r.writeAmplification.toFixed(1), 7)}${stalled}`;
   });
   const unanswered = silent.map((x) => `${pad(x.table, 24)}(${x.error}: no worker polling its task queue?)`);
   return [head, '', cols, ...lines, ...unanswered].join('\n');

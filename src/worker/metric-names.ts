@@ -33,6 +33,12 @@ export const METRICS = {
   fragments: 'turnstile_table_fragments',
   /** counter {table, kind, mode}: adopted tables' maintenance decisions (mode shadow: recorded only). */
   maintenanceDecisions: 'turnstile_maintenance_decisions_total',
+  /** counter {table, kind}: bytes the kind's units wrote (prepared batches, table data and index files). */
+  bytesRewritten: 'turnstile_bytes_rewritten_total',
+  /** counter {table}: bytes writers reported for the generations they sealed. */
+  sealedBytes: 'turnstile_sealed_bytes_total',
+  /** gauge {table}: bytes written by all units per byte sealed, since the record began. */
+  writeAmplification: 'turnstile_write_amplification',
   /** histogram {activity_type, phase}: seconds an activity spent in each progress phase. */
   phaseSeconds: 'turnstile_phase_seconds',
 } as const;
