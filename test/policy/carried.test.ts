@@ -6,6 +6,9 @@ import { defaultPolicy, policySchema } from '../../src/config/policy-schema';
 import { addRateSample, CARRIED_FORMAT, carryOver, initialState, parseCarried, rateSample, recordGrants, step, type Carried, type Grant, type RateSample } from '../../src/policy';
 import type { PolicyEvent, TableState } from '../../src/policy/types';
 import { runSimulation } from '../../src/sim';
+import { emptyDemandRecord } from '../../src/policy/demand-record';
+import { emptyHistory } from '../../src/policy/unit-history';
+import { journalActivation, type Journal } from '../../src/policy/unit-journal';
 import { commits, durationsArb, policyArb, rangeArb, simPolicy, yieldToRunner } from './helpers';
 
 // The carried state is the contract between releases (src/policy/carried.ts): what a run
@@ -74,6 +77,29 @@ describe('what release 0.1.0 carried', () => {
   });
 });
 
+/** Every distinct continue-as-new input in the histories release 0.3.0 recorded: the previous release. */
+const previousRelease = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'fixtures', 'carried-0.3.0.json'), 'utf8')) as {
+  release: string;
+  inputs: { from: string; carried: Carried }[];
+};
+
+describe('what release 0.3.0 carried', () => {
+  it('is at hand: the inputs recorded, each once, an adopted table among them', () => {
+    expect(previousRelease.release).toBe('0.3.0');
+    expect(previousRelease.inputs.length).toBeGreaterThanOrEqual(8);
+    expect(previousRelease.inputs.some((i) => i.carried.state.adopted !== undefined)).toBe(true);
+  });
+
+  it.each(previousRelease.inputs.map((i) => [i.from, i.carried] as const))('%s parses with nothing lost, and no history or demand record yet', (_from, raw) => {
+    const c = parsed(raw);
+    expect(c.formatVersion).toBe(2);
+    expect(c.state).toEqual(raw.state);
+    expect({ stalled: c.stalled, rates: c.rates, grants: c.grants, adoptedLog: c.adoptedLog }).toEqual({ stalled: raw.stalled, rates: raw.rates, grants: raw.grants, adoptedLog: raw.adoptedLog });
+    expect(c.history).toBeUndefined();
+    expect(c.demand).toBeUndefined();
+  });
+});
+
 describe('the carried-state schema', () => {
   it('what this release carries comes back as it went, over simulated runs (faults, bumps, pauses, turns granted while draining)', async () => {
     const runArb = fc.record({
@@ -92,6 +118,7 @@ describe('the carried-state schema', () => {
         await yieldToRunner();
         let rates: RateSample[] = [];
         let grants: Grant[] = [];
+        let journal: Journal = { running: {}, history: emptyHistory(0), demand: emptyDemandRecord() };
         let n = 0;
         const faults = { retryable: w.fail, fatal: w.fail / 5, stalled: 0.5 };
         runSimulation({
@@ -110,14 +137,17 @@ describe('the carried-state schema', () => {
             { atMs: 30_000, event: (nowMs: number): PolicyEvent => ({ type: 'bump', bump: { target: { kind: 'gc' }, class: 1, reason: 'test', expiresAtMs: nowMs + 60_000 } }) },
             ...(w.pauseAtMs !== undefined ? [{ atMs: w.pauseAtMs, event: { type: 'pause' as const, kind: 'merge' as const } }] : []),
           ],
-          onStep: ({ after, decisions, nowMs }) => {
+          onStep: ({ before, event, after, decisions, nowMs }) => {
             rates = addRateSample(rates, rateSample(after, nowMs));
             grants = recordGrants(grants, decisions, nowMs);
+            const cost = { bytesRead: 5, bytesWritten: 3, cpuMs: 0.5 };
+            const ev = event.type === 'prepared' || event.type === 'committed' ? { ...event, cost } : event;
+            journal = journalActivation(journal, { before, after, events: [ev], decisions, nowMs, reservedBytes: () => 7 });
             if (n++ % 7 !== 0) return;
             const stalled = after.units.filter((u) => u.lastError?.startsWith('stalled') === true).map((u) => u.id);
             // As the workflow hands it on (carryOver), and as the state stands mid-run (a turn held).
             for (const state of [carryOver(after), after]) {
-              const carried: Carried = json({ formatVersion: CARRIED_FORMAT, state, stalled, rates, grants });
+              const carried: Carried = json({ formatVersion: CARRIED_FORMAT, state, stalled, rates, grants, history: journal.history, demand: journal.demand });
               const r = parseCarried(carried);
               if (!r.ok) throw new Error(r.error);
               expect(r.carried).toEqual(carried);
