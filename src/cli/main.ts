@@ -3,6 +3,7 @@ import { UsageError } from '../messages/errors';
 import { buildProgram } from './program';
 import { EXIT_OVER_BACKLOG } from './exit-codes';
 import { tlsFailureHint } from '../client/connection-security';
+import { commandNames, unknownCommand } from './unknown-command';
 
 // `turnstile <command>`: the command line of the README. Every bad input, whether the
 // parser's (unknown option, missing argument) or a command's (a value out of range, an
@@ -42,6 +43,8 @@ async function main(argv: string[]): Promise<void> {
     program.outputHelp();
     return;
   }
+  const unknown = unknownCommand(program, argv);
+  if (unknown !== null) throw new UsageError(unknown);
   try {
     await program.parseAsync(argv, { from: 'user' });
   } catch (e) {
@@ -49,7 +52,7 @@ async function main(argv: string[]): Promise<void> {
     if (e.exitCode === 0) return; // --help, help COMMAND, --version
     const where = commandPath(last);
     if (e.code === 'commander.help') {
-      throw new UsageError(`${where}: expected a command: ${last.commands.map((c) => c.name()).join(', ')}; see "turnstile ${where} --help"`);
+      throw new UsageError(`${where}: expected a command: ${commandNames(last).join(', ')}; see "turnstile ${where} --help"`);
     }
     throw new UsageError(last === program ? oneLine(e.message) : `${where}: ${oneLine(e.message)}`);
   }

@@ -134,7 +134,7 @@ test('bad input exits non-zero with one line naming the field and the accepted r
   expectRefused(await turnstile('status', name, '--jsn'), /^turnstile: status: unknown option '--jsn' \(Did you mean --json\?\)$/);
   expectRefused(await turnstile('status'), /^turnstile: status: missing required argument 'NAME'$/);
   expectRefused(await turnstile('bump', name, '--kind'), /^turnstile: bump: option '--kind <K>' argument missing$/);
-  expectRefused(await turnstile('frobnicate'), /^turnstile: unknown command 'frobnicate'$/);
+  expectRefused(await turnstile('frobnicate'), /^turnstile: unknown command 'frobnicate'; accepted: dev, cluster, .*, status, /);
   expectRefused(await turnstile('table'), /^turnstile: table: expected a command: create, adopt, list; see "turnstile table --help"$/);
   expectRefused(await turnstile('write', name, '--rows', '5'), /^turnstile: --shard: required with --rows /);
 });
