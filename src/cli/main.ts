@@ -1,7 +1,7 @@
 import { CommanderError, type Command } from 'commander';
-import { UsageError } from '../messages/errors';
+import { TimedOutError, UsageError } from '../messages/errors';
 import { buildProgram } from './program';
-import { EXIT_OVER_BACKLOG } from './exit-codes';
+import { EXIT_OVER_BACKLOG, EXIT_TIMED_OUT } from './exit-codes';
 import { tlsFailureHint } from '../client/connection-security';
 import { commandNames, unknownCommand } from './unknown-command';
 
@@ -61,12 +61,14 @@ async function main(argv: string[]): Promise<void> {
 /**
  * Exit status and line of a failure: 2 for bad input of any kind (flags, files, names, a
  * request the client or the workflow's validator refuses), EXIT_OVER_BACKLOG for a seal
- * refused at hardBacklog (retryable, so a script can tell it apart), 1 for the rest.
+ * refused at hardBacklog (retryable, so a script can tell it apart), EXIT_TIMED_OUT for a
+ * wait that reached its --timeout, 1 for the rest.
  */
 function failure(e: unknown): { message: string; code: number } {
   const err = e instanceof Error ? (e as Error & { cause?: Error & { type?: string } }) : null;
   const message = err ? err.message : String(e);
   if (err?.name === 'OverBacklogError') return { message, code: EXIT_OVER_BACKLOG };
+  if (e instanceof TimedOutError) return { message, code: EXIT_TIMED_OUT };
   // A table name without a workflow is bad input too.
   if (err?.name === 'WorkflowNotFoundError') {
     return { message: `${message.split('\n')[0]}: no such table workflow; create the table with "turnstile table create", or check TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE`, code: 2 };

@@ -1,7 +1,7 @@
 import { KINDS, type Kind } from '../policy/types';
 import { validateTableName } from '../messages/names';
 import { int, positional, required, str, type Parsed } from './args';
-import { UsageError } from '../messages/errors';
+import { TimedOutError, UsageError } from '../messages/errors';
 import { readClient, readConfig, readJsonFile, tableClient } from './context';
 import { readStatus } from '../client/read-status';
 import { formatStatus } from './format-status';
@@ -10,6 +10,7 @@ import { savePolicyOverride } from '../storage/table-meta';
 import type { PolicyOverride } from '../config/policy-schema';
 import { withReservations } from '../client/reservations';
 import { liveRecords } from '../worker/registry';
+import { timedOutLine, type ShardStanding } from './wait-timeout';
 
 // Operator commands: status, bump, pause, resume, policy, wait-merged.
 
@@ -82,6 +83,20 @@ export async function policy(p: Parsed): Promise<void> {
   console.log(JSON.stringify(next, null, 2));
 }
 
+/** How long the timeout line waits for the table to say where the shard stands. */
+const STANDING_QUERY_MS = 5_000;
+
+/** Where the shard stands for the timeout line, or why that is unknown. */
+async function standingAtTimeout(t: Awaited<ReturnType<typeof tableClient>>, name: string): Promise<{ standing: ShardStanding | null; unanswered?: string }> {
+  const late = new Promise<null>((resolve) => setTimeout(() => resolve(null), STANDING_QUERY_MS).unref());
+  try {
+    const standing = await Promise.race([t.state(name), late]);
+    return standing ? { standing } : { standing: null, unanswered: `the table did not answer its query within ${STANDING_QUERY_MS / 1000} s` };
+  } catch (e) {
+    return { standing: null, unanswered: `the table's query failed: ${(e as Error).message.split('\n')[0]}` };
+  }
+}
+
 export async function waitMerged(p: Parsed): Promise<void> {
   const name = tableArg(p);
   const shard = required(p, 'shard', 'a shard name, e.g. s0');
@@ -90,7 +105,8 @@ export async function waitMerged(p: Parsed): Promise<void> {
   const { MergeWaiter } = await import('../client/merge-waiter');
   const shown = progress();
   const r = await withTables(async (t) => {
-    const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new UsageError(`wait-merged: seq ${seq} of ${name}/${shard} not merged within ${timeoutSecs} s`)), timeoutSecs * 1000).unref());
+    const timedOut = Symbol('timed out');
+    const timeout = new Promise<typeof timedOut>((resolve) => setTimeout(() => resolve(timedOut), timeoutSecs * 1000).unref());
     // On a terminal: where the shard stands, from the same query writers poll.
     const stop = shown.active
       ? every(1000, async () => {
@@ -100,11 +116,14 @@ export async function waitMerged(p: Parsed): Promise<void> {
         })
       : () => {};
     try {
-      return await Promise.race([new MergeWaiter(t.client).wait(name, shard, seq), timeout]);
+      const merged = await Promise.race([new MergeWaiter(t.client).wait(name, shard, seq), timeout]);
+      if (merged !== timedOut) return merged;
     } finally {
       stop();
       shown.done();
     }
+    const { standing, unanswered } = await standingAtTimeout(t, name);
+    throw new TimedOutError(timedOutLine({ table: name, shard, seq, timeoutSecs }, standing, unanswered));
   });
   console.log(`merged ${name}/${shard} seq ${seq} (merged through ${r.mergedThroughSeq}) in table version ${r.version}`);
 }

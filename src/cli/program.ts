@@ -180,7 +180,7 @@ export function buildProgram(): Command {
     .argument('<NAME>', 'table name')
     .option('--shard <S>', 'shard (required)')
     .option('--seq <N>', 'seq to wait for (required)')
-    .option('--timeout <SECS>', 'give up after this long, 1..86400 (default 600)')
+    .option('--timeout <SECS>', 'give up after this long (exit 124), 1..86400 (default 600)')
     .action(run(async () => (await import('./operator-commands')).waitMerged));
 
   program
