@@ -49,6 +49,10 @@ export async function up(p: Parsed): Promise<void> {
   const workers = int(p, 'workers', 0, 16, 2);
   const dir = dirOf(p);
   const tls = tlsFiles(p);
+  // Before the binaries are fetched (minutes, the first time) and anything starts.
+  const { postgresReachProblem } = await import('../cluster/postgres-reach');
+  const unreachable = postgresReachProblem(dir);
+  if (unreachable !== null) throw new UsageError(unreachable);
   const { clusterUp } = await import('../cluster/cluster');
   const started = Date.now();
   const state = await clusterUp({ dir, nodes, workers, binaries: await binaries(), ...(tls ? { tls } : {}), ...(process.env.TURNSTILE_DATA ? { dataRoot: process.env.TURNSTILE_DATA } : {}) });

@@ -56,7 +56,7 @@ export function buildProgram(): Command {
     .description('start PostgreSQL, N Temporal server nodes, the UI server and N workers under --dir; returns when all serve')
     .option('--nodes <N>', 'Temporal server nodes, 1..5 (default 2)')
     .option('--workers <N>', 'turnstile workers, 0..16 (default 2)')
-    .option('--dir <DIR>', 'folder of the database, configs, logs and tables (default .turnstile/cluster)')
+    .option('--dir <DIR>', 'folder of the database, configs, logs and tables (default .turnstile/cluster); as root, user postgres must reach it')
     .option('--tls <DIR>', 'frontend mTLS: a folder with ca.pem, server.pem, server.key, client.pem, client.key')
     .option('--tls-server-name <NAME>', 'the name in server.pem that clients check (default localhost)')
     .action(run(async () => (await import('./cluster')).up));

@@ -6,6 +6,8 @@ import { freePort } from '../server/ports';
 import { PROJECT_ROOT } from '../util/project-paths';
 import { NODE_PORT_NAMES, renderDynamicConfig, renderNodeConfig, type NodePorts } from './node-config';
 import { checkPostgresInstalled, initPostgres, postgresSpec, waitForPostgres } from './postgres';
+import { postgresReachProblem } from './postgres-reach';
+import { UsageError } from '../messages/errors';
 import { alive, spawnDetached, stopPid, type SpawnSpec } from './processes';
 import { setupSchemas } from './schema';
 import { readState, writeState, type ClusterState, type ClusterTlsFiles, type ProcEntry, type Role } from './state';
@@ -106,6 +108,8 @@ export async function clusterUp(o: UpOptions): Promise<ClusterState> {
   const previous = readState(dir);
   if (previous?.processes.some((p) => alive(p.pid))) throw new Error(`a cluster is already running under ${dir}; stop it with "turnstile cluster down --dir ${o.dir}"`);
   checkPostgresInstalled();
+  const unreachable = postgresReachProblem(dir);
+  if (unreachable !== null) throw new UsageError(unreachable);
   fs.mkdirSync(dir, { recursive: true });
   const logs = path.join(dir, 'logs');
   fs.mkdirSync(logs, { recursive: true });
