@@ -5,6 +5,7 @@ import { validateColumnName, validateTableName } from '../messages/names';
 import { adoptedLocation, openAdopted } from '../storage/adopted-table';
 import { createTableMeta } from '../storage/generation-store';
 import { workflowArgsFor } from '../client/table-writer';
+import { refuseOtherStorageRoot } from '../client/storage-root-check';
 import type { StatusView } from '../../workflows/messages';
 import type { AdoptedMode } from '../policy/types';
 import { positional, required, str, type Parsed } from './args';
@@ -41,10 +42,14 @@ export async function adopt(p: Parsed): Promise<void> {
     throw new UsageError(`--uri: no Lance table at ${uri} (${e.message.split(/\n|\s+Caused by/)[0]})`);
   });
   if (key !== '' && !(await tbl.schema()).fields.some((f) => f.name === key)) throw new UsageError(`--key: the table at ${uri} has no column ${key}`);
-  const meta = await createTableMeta(config.dataRoot, { name, key, shards: [], indices: [], policy, adopted: { uri } }).catch((e: Error) => {
-    throw new UsageError(e.message);
+  await withTables(async (t) => {
+    // Before table.json exists: a table under a root no worker reads would never run.
+    await refuseOtherStorageRoot(t, config.dataRoot);
+    const meta = await createTableMeta(config.dataRoot, { name, key, shards: [], indices: [], policy, adopted: { uri } }).catch((e: Error) => {
+      throw new UsageError(e.message);
+    });
+    await t.start(workflowArgsFor(meta));
   });
-  await withTables((t) => t.start(workflowArgsFor(meta)));
   console.log(`adopted ${uri} as table ${name}: shadow mode (decides and records, commits nothing); workflow table/${name}`);
   console.log(`  see what it would do: turnstile shadow-report ${name}    switch it on: turnstile mode ${name} active`);
 }

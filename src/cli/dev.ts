@@ -13,6 +13,7 @@ import { runDemo } from './demo';
 import { installWorkerRuntime, versioned, workerOptionsOf } from './worker';
 import { carryPreviousReleases, type DevWorker } from './dev-releases';
 import { connectClient } from '../client/connect';
+import { clientEnv, exportLines } from './client-exports';
 
 // `turnstile dev`: the embedded default. Starts (or reuses) the Temporal dev server with
 // SQLite under --data, N workers, optionally the demo, and stops everything it started
@@ -60,7 +61,7 @@ export async function dev(p: Parsed): Promise<void> {
   console.log(`Temporal gRPC: ${config.temporal.address}  namespace: ${config.temporal.namespace}`);
   console.log(`Temporal UI:   ${server?.uiUrl ?? '(external server)'}`);
   console.log(`Data:          ${config.dataRoot}`);
-  if (s3) console.log(`S3 (SeaweedFS): ${s3.endpoint}  AWS_ACCESS_KEY_ID=${s3.accessKey} AWS_SECRET_ACCESS_KEY=${s3.secretKey}`);
+  if (s3) console.log(`S3 (SeaweedFS): ${s3.endpoint}, bucket ${s3.bucket}`);
   if (server) console.log(`Server metrics: ${server.metricsUrl}`);
   await installWorkerRuntime(config, 'Metrics:      ');
 
@@ -115,6 +116,11 @@ export async function dev(p: Parsed): Promise<void> {
   };
   process.on('SIGINT', () => void stop('Ctrl-C'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  if (s3) {
+    // Without these a second terminal writes under the default local root, where no worker looks.
+    console.log('Other terminals: export these first (a client on another storage root is refused):');
+    for (const line of exportLines(clientEnv(config, s3.env))) console.log(`  ${line}`);
+  }
   console.log('Running; Ctrl-C stops everything started here.');
 
   if (p.flags.demo) {

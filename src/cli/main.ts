@@ -75,7 +75,8 @@ function failure(e: unknown): { message: string; code: number } {
   }
   // An update the workflow's validator refused: its reason is the line.
   if (err?.name === 'WorkflowUpdateFailedError' && (err.cause?.type === 'InvalidRequest' || err.cause?.type === 'InvalidPolicy')) return { message: err.cause.message, code: 2 };
-  return { message, code: e instanceof UsageError || err?.name === 'RequestRefusedError' ? 2 : 1 };
+  // A storage root other than the table's workers' (src/client/storage-root-check.ts) is the environment's fault: bad input too.
+  return { message, code: e instanceof UsageError || err?.name === 'RequestRefusedError' || err?.name === 'StorageRootMismatchError' ? 2 : 1 };
 }
 
 main(process.argv.slice(2)).then(

@@ -73,10 +73,15 @@ export async function pauseOrResume(p: Parsed, action: 'pause' | 'resume'): Prom
 export async function policy(p: Parsed): Promise<void> {
   const name = tableArg(p);
   const override = readJsonFile(required(p, 'set', 'a JSON file with policy keys'), '--set');
+  const { refuseOtherStorageRoot } = await import('../client/storage-root-check');
   // The workflow's update validator checks it (unknown keys, ranges) against the
   // table's current policy and rejects with one line; the workflow keeps running.
-  const next = await withTables((t) => t.setPolicy(name, override as object)).catch((e: Error & { cause?: Error }) => {
-    throw new UsageError(`policy: ${(e.cause?.message ?? e.message).split('\n')[0]}`);
+  const next = await withTables(async (t) => {
+    // table.json keeps the override too: only under the root the table's workers read.
+    await refuseOtherStorageRoot(t, readConfig().dataRoot);
+    return t.setPolicy(name, override as object).catch((e: Error & { cause?: Error }) => {
+      throw new UsageError(`policy: ${(e.cause?.message ?? e.message).split('\n')[0]}`);
+    });
   });
   // Accepted: table.json keeps it too, so a workflow started afresh begins with it.
   await savePolicyOverride(readConfig().dataRoot, name, override as PolicyOverride);

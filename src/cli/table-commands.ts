@@ -3,6 +3,7 @@ import { INDEX_TYPES, type IndexSpec } from '../messages/index-spec';
 import { applyOverride, defaultPolicy, type PolicyOverride } from '../config/policy-schema';
 import { shardNames, validateColumnName, validateTableName } from '../messages/names';
 import { workflowArgsFor } from '../client/table-writer';
+import { refuseOtherStorageRoot } from '../client/storage-root-check';
 import { int, positional, required, str, type Parsed } from './args';
 import { UsageError } from '../messages/errors';
 import { readCheckedConfig, readJsonFile } from './context';
@@ -43,10 +44,14 @@ export async function create(p: Parsed): Promise<void> {
     if (!r.ok) throw new UsageError(`--policy: ${r.error}`);
   }
   const config = await readCheckedConfig();
-  const meta = await createTableMeta(config.dataRoot, { name, key, shards, indices, policy }).catch((e: Error) => {
-    throw new UsageError(e.message);
+  await withTables(async (t) => {
+    // Before table.json exists: a table under a root no worker reads would never run.
+    await refuseOtherStorageRoot(t, config.dataRoot);
+    const meta = await createTableMeta(config.dataRoot, { name, key, shards, indices, policy }).catch((e: Error) => {
+      throw new UsageError(e.message);
+    });
+    await t.start(workflowArgsFor(meta));
   });
-  await withTables((t) => t.start(workflowArgsFor(meta)));
   console.log(`created table ${name} (key ${key}, shards ${shards.join(',')}) under ${config.dataRoot}; workflow table/${name}`);
 }
 

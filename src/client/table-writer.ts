@@ -8,6 +8,7 @@ import type { TableClient } from './table-client';
 import { DemandSender } from './demand-sender';
 import { writeRouted, type RoutedWriteResult } from '../writer/write-routed';
 import { settleSealedHints } from '../storage/sealed-hint';
+import { refuseOtherStorageRoot } from './storage-root-check';
 
 // A writer bound to one table: seals generations into the store, sends the demand with
 // signal-with-start (so the first write also starts the table's workflow) in the
@@ -49,8 +50,17 @@ export class TableWriter {
     this.demand = new DemandSender((ds) => this.tables.demands(workflowArgsFor(this.meta), ds));
   }
 
+  /**
+   * Opens the table under `root` for writing. Refused (StorageRootMismatchError) when
+   * the workers of the client's task queue use another storage root: their merges would
+   * never see these seals (storage-root-check.ts). The check and the read of table.json
+   * run together; a refused root is reported before a table missing under it.
+   */
   static async open(tables: TableClient, root: string, table: string): Promise<TableWriter> {
-    const h = await openTable(root, table);
+    const [opened, checked] = await Promise.allSettled([openTable(root, table), refuseOtherStorageRoot(tables, root)]);
+    if (checked.status === 'rejected') throw checked.reason;
+    if (opened.status === 'rejected') throw opened.reason;
+    const h = opened.value;
     if (h.meta.adopted) throw new Error(`table ${table} is adopted: its writers write to ${h.meta.adopted.uri} directly, not through generations`);
     return new TableWriter(tables, h);
   }

@@ -11,6 +11,8 @@ import { warmUpMergePath } from './warm-up';
 import { withWorkflowStackTraces } from './workflow-stack-traces';
 import { DEFAULT_ACTIVITY_SLOTS } from './reservation-sizes';
 import { buildIdOf } from './build-id';
+import { identityWithRoot } from '../messages/worker-identity';
+import { reachedRoot } from '../storage/reached-root';
 
 // A Turnstile worker: stateless and identical to every other; run as many as needed on
 // the same task queue. The worker owns its connections; activities get theirs from deps.
@@ -24,6 +26,7 @@ export interface WorkerOptions {
   bundle?: WorkflowBundleWithSourceMap;
   maxConcurrentActivities?: number;
   shutdownGraceSecs?: number;
+  /** The worker's name (default pid@host); its storage root is appended (src/messages/worker-identity.ts). */
   identity?: string;
   /**
    * The worker's memory budget: activities then reserve bytes and the worker
@@ -131,7 +134,9 @@ export async function createWorker(opts: WorkerOptions): Promise<CreatedWorker> 
     () => undefined,
     (err: unknown) => console.warn(`worker warm-up skipped: ${err instanceof Error ? err.message : String(err)}`),
   );
-  const identity = opts.identity ?? defaultIdentity();
+  // The root rides in the identity, where clients of the task queue read it before they
+  // write (src/client/storage-root-check.ts).
+  const identity = identityWithRoot(opts.identity ?? defaultIdentity(), reachedRoot(opts.deps.dataRoot));
   const slots = opts.maxConcurrentActivities ?? DEFAULT_ACTIVITY_SLOTS;
   const memory = opts.memoryBudgetBytes === undefined ? undefined : fleetMemory({ budgetBytes: opts.memoryBudgetBytes, dataRoot: opts.deps.dataRoot, maxSlots: slots });
   // Settled to a value, so a failure waits for the await below instead of being unhandled meanwhile.

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import os from 'node:os';
 import { TEMP_MARKER } from '../storage/layout';
 import { joinLoc } from '../storage/location';
@@ -45,7 +46,13 @@ export interface WorkerRecord {
 }
 
 export const registryDir = (root: string): string => joinLoc(root, '_workers');
-const fileOf = (root: string, identity: string): string => joinLoc(registryDir(root), `${identity.replace(/[^A-Za-z0-9@._-]/g, '_')}.json`);
+/** File names stay well under the 255 bytes file systems allow, however long the identity (it carries the storage root). */
+const MAX_NAME_CHARS = 160;
+function fileOf(root: string, identity: string): string {
+  const safe = identity.replace(/[^A-Za-z0-9@._-]/g, '_');
+  const name = safe.length <= MAX_NAME_CHARS ? safe : `${safe.slice(0, MAX_NAME_CHARS - 17)}-${createHash('sha256').update(identity).digest('hex').slice(0, 16)}`;
+  return joinLoc(registryDir(root), `${name}.json`);
+}
 
 export async function writeRecord(root: string, rec: WorkerRecord): Promise<void> {
   const store = storageAt(root);
