@@ -1,3 +1,4 @@
+import type { CpuMeter } from './cpu-meter';
 import type { DedupThreads } from './dedup-threads';
 import type { OneAtATime } from './one-at-a-time';
 import type { PreparedCache } from './prepared-cache';
@@ -59,4 +60,6 @@ export interface ActivityDeps {
   dedupThreadCount?: number;
   /** Admission by reserved bytes (activities/memory-reservations.ts); absent: activities run unreserved (tests). */
   admission?: AdmissionDeps;
+  /** Shares the process's CPU among its activities for their reported cost (cpu-meter.ts); default: the process's one. */
+  cpuMeter?: CpuMeter;
 }
