@@ -3,11 +3,16 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { Index } from '@lancedb/lancedb';
 import { predictedRewriteBytes } from '../src/policy/adopted';
 import type { Observation } from '../src/policy/types';
-import { openAdopted } from '../src/storage/adopted-table';
-import type { LanceTable } from '../src/storage/lance-table';
+import type { UnitCost } from '../src/policy/unit-results';
+import { adoptedLocation, openAdopted } from '../src/storage/adopted-table';
+import type { LanceOp } from '../src/storage/lance-commit-bytes';
+import { lanceTableDir, type LanceTable } from '../src/storage/lance-table';
+import type { Costed } from './contract';
 import { indexDeadlineMs, optimizeDeadlineMs } from './deadlines';
 import type { ActivityDeps } from './deps';
+import { addLanceBytes } from './lance-cost';
 import { ProgressReporter } from './progress';
+import { costMeter, withCost } from './unit-cost';
 
 // Maintenance of an adopted table, one that outside processes keep writing. Looking
 // (observe, plan) is read-only and runs on any worker at any time. Commits hold the
@@ -57,6 +62,9 @@ export interface AdoptedPlan {
   staleIndices: string[];
 }
 
+/** planAdopted's result: the plan the commit acts on, and what looking cost (CPU only: it reads metadata). */
+export type PlanAdoptedResult = AdoptedPlan & Costed;
+
 export interface CommitAdoptedInput extends AdoptedRef {
   kind: AdoptedKind;
   retentionSecs: number;
@@ -76,7 +84,21 @@ export interface CommitAdoptedResult {
   indicesRebuilt: string[];
   /** The table right after the commit. */
   observation: Observation;
+  /** What the attempt that committed wrote and read (attempts lost to outside writers are not counted), and the CPU of all of them. */
+  cost?: UnitCost;
 }
+
+/**
+ * The Lance operations a commit of each kind makes: versions of an adopted table made by
+ * anything else meanwhile are outside writers', not this commit's. optimize (also gc's
+ * way to prune) reserves fragment ids, rewrites and folds rows into indices; a rebuild
+ * creates an index.
+ */
+const OPS_OF: Record<AdoptedKind, ReadonlySet<LanceOp>> = {
+  optimize: new Set(['reserveFragments', 'rewrite', 'createIndex']),
+  gc: new Set(['reserveFragments', 'rewrite', 'createIndex']),
+  index: new Set(['createIndex']),
+};
 
 /** The first retry after a lost race waits up to this long, each next one up to twice as long. */
 const RETRY_BASE_MS = 100;
@@ -148,10 +170,13 @@ async function versionsPast(tbl: LanceTable, retentionSecs: number): Promise<num
 
 export function makeAdoptedActivities(deps: ActivityDeps) {
   async function observeTable(input: AdoptedRef): Promise<Observation> {
-    return observe(await openAdopted(input.uri));
+    // Reports no cost, but takes its share of the CPU while it runs (cpu-meter.ts).
+    return costMeter(deps).during(async () => observe(await openAdopted(input.uri)));
   }
 
-  async function planAdopted(input: PlanAdoptedInput): Promise<AdoptedPlan> {
+  const planAdopted = (input: PlanAdoptedInput): Promise<PlanAdoptedResult> => withCost(deps, () => plan(input));
+
+  async function plan(input: PlanAdoptedInput): Promise<AdoptedPlan> {
     const tbl = await openAdopted(input.uri);
     const obs = await observe(tbl);
     const plan: AdoptedPlan = {
@@ -188,16 +213,25 @@ export function makeAdoptedActivities(deps: ActivityDeps) {
 
   async function commitAdopted(input: CommitAdoptedInput): Promise<CommitAdoptedResult> {
     const progress = new ProgressReporter('commitAdopted', deps.faults);
+    const cost = costMeter(deps);
+    const { db, name } = adoptedLocation(input.uri);
     let conflicts = 0;
     for (;;) {
-      // A fresh handle every attempt: a retry through the old one would rewrite the
-      // version it lost on and lose again.
-      const tbl = await openAdopted(input.uri);
-      const rows = await tbl.countRows();
-      await progress.point('commit');
       try {
-        const done = input.kind === 'index' ? await rebuildStale(tbl, input, rows, progress, conflicts) : await optimizeOnce(tbl, input, rows, progress, conflicts);
-        return { ...done, rows, conflicts, version: await tbl.version(), observation: await observe(tbl) };
+        return await cost.during(async () => {
+          // A fresh handle every attempt: a retry through the old one would rewrite the
+          // version it lost on and lose again.
+          const tbl = await openAdopted(input.uri);
+          const rows = await tbl.countRows();
+          const fromVersion = await tbl.version();
+          await progress.point('commit');
+          const done = input.kind === 'index' ? await rebuildStale(tbl, input, rows, progress, conflicts) : await optimizeOnce(tbl, input, rows, progress, conflicts);
+          const version = await tbl.version();
+          // optimize folds new rows into index segments, reading them; a rebuild reads none.
+          const measured = await addLanceBytes(deps, cost, lanceTableDir(db, name), fromVersion, version, { ops: OPS_OF[input.kind], replacedIndicesRead: input.kind !== 'index' });
+          const result: CommitAdoptedResult = { ...done, rows, conflicts, version, observation: await observe(tbl) };
+          return measured ? { ...result, cost: cost.result() } : result;
+        });
       } catch (err) {
         if (!isCommitConflict(err)) throw err;
         conflicts++;

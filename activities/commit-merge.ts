@@ -1,5 +1,5 @@
-import { arrow, CorruptArrowFileError, readIpcFile, readIpcFileBytes, type ArrowTable } from '../src/storage/arrow';
-import { conditionalUpsert, openLanceTable, openOrCreateLanceTable } from '../src/storage/lance-table';
+import { arrow, CorruptArrowFileError, readIpcFileBytes, type ArrowTable } from '../src/storage/arrow';
+import { conditionalUpsert, lanceTableDir, openLanceTable, openOrCreateLanceTable } from '../src/storage/lance-table';
 import { readSealed } from '../src/storage/generation-store';
 import { readTableMeta } from '../src/storage/table-meta';
 import { commitReservation, withReservation } from './memory-reservations';
@@ -7,8 +7,10 @@ import type { CommitMergeInput, CommitResult, PreparedMerge } from './contract';
 import { mergeDeadlineMs } from './deadlines';
 import type { ActivityDeps } from './deps';
 import { fail, isNotFound } from './failures';
+import { addLanceBytes } from './lance-cost';
 import { prepare } from './prepare-merge';
 import { ProgressReporter } from './progress';
+import { costMeter, type CostMeter } from './unit-cost';
 
 // The commit of a merge, run while holding the table's turn. Idempotent by
 // construction: the upsert replaces a row only with one of higher `_seq`, so a retry
@@ -21,24 +23,29 @@ interface Batch {
   ipc?: Buffer;
 }
 
+/** A prepared batch this worker does not hold, read from its file (checked against its checksum, so its bytes go to Lance as they are). */
+async function readBatchFile(file: string, cost: CostMeter): Promise<Batch> {
+  const { table, bytes } = await readIpcFileBytes(file);
+  cost.read(bytes.byteLength);
+  return { table, ipc: bytes };
+}
+
 /**
  * A prepared batch from disk. Batches are written without fsync (prepare-merge.ts), so
  * after an OS crash one can be missing or fail its checksum: it is then prepared again
  * here, from its generations, inside the turn (slower, but the unit is not held for an
  * operator; a generation that is itself missing or corrupt still fails the commit).
  */
-async function readPrepared(deps: ActivityDeps, input: CommitMergeInput, p: PreparedMerge, progress: ProgressReporter): Promise<Batch> {
+async function readPrepared(deps: ActivityDeps, input: CommitMergeInput, p: PreparedMerge, progress: ProgressReporter, cost: CostMeter): Promise<Batch> {
   const file = p.preparedPath as string;
   try {
-    // Checked against its checksum, so its bytes go to Lance as they are.
-    const { table, bytes } = await readIpcFileBytes(file);
-    return { table, ipc: bytes };
+    return await readBatchFile(file, cost);
   } catch (err) {
     if (!isNotFound(err) && !(err instanceof CorruptArrowFileError)) throw err;
     deps.log?.(`commitMerge ${input.table} ${p.shard} ${p.fromSeq}..${p.toSeq}: prepared batch ${file} ${isNotFound(err) ? 'is missing' : 'is corrupt'}; preparing it again`);
-    const again = await prepare(deps, { table: input.table, key: input.key, shard: p.shard, fromSeq: p.fromSeq, toSeq: p.toSeq }, progress);
+    const again = await prepare(deps, { table: input.table, key: input.key, shard: p.shard, fromSeq: p.fromSeq, toSeq: p.toSeq }, progress, cost);
     if (!again.preparedPath) return { table: new arrow.Table() };
-    const batch = deps.preparedCache?.take(again.preparedPath) ?? { table: await readIpcFile(again.preparedPath) };
+    const batch = deps.preparedCache?.take(again.preparedPath) ?? (await readBatchFile(again.preparedPath, cost));
     progress.report({ phase: 'commit', step: 'read-prepared' });
     return batch;
   }
@@ -55,10 +62,11 @@ export function makeCommitMerge(deps: ActivityDeps) {
     // first commit of a bench run, on the critical path).
     const scanning = readSealed(deps.dataRoot, input.table);
     scanning.catch(() => undefined); // awaited below; a failure is the activity's, after the commit
-    const r = await withReservation(deps, commitReservation(bytes), () => commit(deps, input, new ProgressReporter('commitMerge', deps.faults)));
+    const cost = costMeter(deps);
+    const { r, measured } = await withReservation(deps, commitReservation(bytes), () => cost.during(() => commit(deps, input, new ProgressReporter('commitMerge', deps.faults), cost)));
     const t = performance.now();
-    const scan = await scanning;
-    return { ...r, scan, ...(r.steps ? { steps: { ...r.steps, scanMs: Math.round(performance.now() - t) } } : {}) };
+    const scan = await cost.during(() => scanning);
+    return { ...r, scan, ...(r.steps ? { steps: { ...r.steps, scanMs: Math.round(performance.now() - t) } } : {}), ...(measured ? { cost: cost.result() } : {}) };
   };
 }
 
@@ -67,23 +75,23 @@ export function makeCommitMerge(deps: ActivityDeps) {
  * its preparation runs here, in the turn. For a generation of distinct keys that is
  * reading and checking the file; repeated keys are reduced to the newest row each.
  */
-async function prepareDirect(deps: ActivityDeps, input: CommitMergeInput, p: PreparedMerge, progress: ProgressReporter): Promise<Batch> {
-  const done = await prepare(deps, { table: input.table, key: input.key, shard: p.shard, fromSeq: p.fromSeq, toSeq: p.toSeq }, progress);
+async function prepareDirect(deps: ActivityDeps, input: CommitMergeInput, p: PreparedMerge, progress: ProgressReporter, cost: CostMeter): Promise<Batch> {
+  const done = await prepare(deps, { table: input.table, key: input.key, shard: p.shard, fromSeq: p.fromSeq, toSeq: p.toSeq }, progress, cost);
   if (!done.preparedPath) return { table: new arrow.Table() };
-  return deps.preparedCache?.take(done.preparedPath) ?? { table: await readIpcFile(done.preparedPath) };
+  return deps.preparedCache?.take(done.preparedPath) ?? (await readBatchFile(done.preparedPath, cost));
 }
 
 /** Reads every batch of the turn (from this worker's memory when it prepared them) as one table. */
-async function readBatches(deps: ActivityDeps, input: CommitMergeInput, all: PreparedMerge[], progress: ProgressReporter): Promise<Batch> {
+async function readBatches(deps: ActivityDeps, input: CommitMergeInput, all: PreparedMerge[], progress: ProgressReporter, cost: CostMeter): Promise<Batch> {
   const batches: Batch[] = [];
   for (const p of all) {
     if (p.direct) {
-      const b = await prepareDirect(deps, input, p, progress);
+      const b = await prepareDirect(deps, input, p, progress, cost);
       if (b.table.numRows > 0) batches.push(b);
       continue;
     }
     if (!p.preparedPath || p.rows === 0) continue;
-    const b = deps.preparedCache?.take(p.preparedPath) ?? (await readPrepared(deps, input, p, progress));
+    const b = deps.preparedCache?.take(p.preparedPath) ?? (await readPrepared(deps, input, p, progress, cost));
     if (b.table.numRows > 0) batches.push(b);
   }
   if (batches.length <= 1) return batches[0] ?? { table: new arrow.Table() };
@@ -93,7 +101,8 @@ async function readBatches(deps: ActivityDeps, input: CommitMergeInput, all: Pre
   return { table: new arrow.Table(schema, batches.flatMap((b) => b.table.batches.map((r) => new arrow.RecordBatch(schema, r.data)))) };
 }
 
-async function commit(deps: ActivityDeps, input: CommitMergeInput, progress: ProgressReporter): Promise<CommitResult> {
+/** The commit; `measured`: false when the bytes Lance wrote could not be read (lance-cost.ts). */
+async function commit(deps: ActivityDeps, input: CommitMergeInput, progress: ProgressReporter, cost: CostMeter): Promise<{ r: CommitResult; measured: boolean }> {
   const meta = await readTableMeta(deps.dataRoot, input.table);
   if (input.key !== meta.key) throw fail('InvalidInput', `key ${input.key} is not table ${input.table}'s key ${meta.key}`);
   const all = [input.prepared, ...(input.more ?? [])];
@@ -101,16 +110,17 @@ async function commit(deps: ActivityDeps, input: CommitMergeInput, progress: Pro
   if (shards.size !== all.length) throw fail('InvalidInput', `commitMerge: two batches of one shard in one commit (${all.map((p) => p.shard).join(', ')})`);
   progress.report({ phase: 'commit', step: 'read-prepared' });
   let t = performance.now();
-  const { table: batch, ipc } = await readBatches(deps, input, all, progress);
+  const { table: batch, ipc } = await readBatches(deps, input, all, progress, cost);
   const readMs = performance.now() - t;
   if (batch.numRows === 0) {
     // An empty merge would still create a version: skip it.
     const tbl = await openLanceTable(deps.dataRoot, input.table);
-    return { version: tbl ? await tbl.version() : 0, rows: 0 };
+    return { r: { version: tbl ? await tbl.version() : 0, rows: 0 }, measured: true };
   }
   progress.report({ phase: 'commit', step: 'open' });
   t = performance.now();
   const tbl = await openOrCreateLanceTable(deps.dataRoot, input.table, meta.key, batch.schema);
+  const before = await tbl.version();
   const openMs = performance.now() - t;
   await progress.point('commit');
 
@@ -124,6 +134,9 @@ async function commit(deps: ActivityDeps, input: CommitMergeInput, progress: Pro
   deps.faults?.afterMergeInsert?.({ attempt: progress.attempt, version: r.version });
   const ranges = all.map((p) => `${p.shard} ${p.fromSeq}..${p.toSeq}`).join(', ');
   deps.log?.(`commitMerge ${input.table} ${ranges}: version ${r.version}, ${r.inserted} inserted, ${r.updated} updated`);
+  const lanceMs = Math.round(performance.now() - t0);
+  // We hold the turn, so every version since `before` is this upsert's (one, unless Lance retried).
+  const measured = await addLanceBytes(deps, cost, lanceTableDir(deps.dataRoot, input.table), before, r.version);
   const steps = { readMs: Math.round(readMs), openMs: Math.round(openMs), encodeMs: Math.round(r.encodeMs ?? 0), scanMs: 0 };
-  return { version: r.version, rows: r.inserted + r.updated, lanceMs: Math.round(performance.now() - t0), steps };
+  return { r: { version: r.version, rows: r.inserted + r.updated, lanceMs, steps }, measured };
 }

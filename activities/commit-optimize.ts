@@ -1,10 +1,12 @@
-import { openLanceTable } from '../src/storage/lance-table';
+import { lanceTableDir, openLanceTable } from '../src/storage/lance-table';
 import { readTableMeta } from '../src/storage/table-meta';
 import type { CommitOptimizeInput, OptimizeResult } from './contract';
 import { optimizeDeadlineMs } from './deadlines';
 import type { ActivityDeps } from './deps';
 import { fail } from './failures';
+import { addLanceBytes } from './lance-cost';
 import { ProgressReporter } from './progress';
+import { costMeter } from './unit-cost';
 
 // Optimize holds the turn: it conflicts with merges (it is often preempted and fails
 // after doing all its work) and with other optimizes. Never deleteUnverified: deleting
@@ -18,20 +20,28 @@ export function makeCommitOptimize(deps: ActivityDeps) {
     if (!Number.isFinite(input.retentionSecs) || input.retentionSecs < 0) {
       throw fail('InvalidInput', `retentionSecs ${input.retentionSecs} must be a number >= 0`);
     }
-    await readTableMeta(deps.dataRoot, input.table);
-    const tbl = await openLanceTable(deps.dataRoot, input.table);
-    if (!tbl) return { version: 0, rows: 0, fragmentsRemoved: 0, fragmentsAdded: 0, versionsPruned: 0 };
-    const before = await tbl.stats();
-    await progress.point('commit');
-    const deadlineMs = Date.now() + optimizeDeadlineMs(before.numRows);
-    const cleanupOlderThan = new Date(Date.now() - input.retentionSecs * 1000);
-    const r = await progress.bounded({ phase: 'commit', step: 'optimize', deadlineMs }, tbl.optimize({ cleanupOlderThan }));
-    return {
-      version: await tbl.version(),
-      rows: before.numRows,
-      fragmentsRemoved: r.compaction.fragmentsRemoved,
-      fragmentsAdded: r.compaction.fragmentsAdded,
-      versionsPruned: r.prune.oldVersionsRemoved,
-    };
+    const cost = costMeter(deps);
+    return cost.during(async () => {
+      await readTableMeta(deps.dataRoot, input.table);
+      const tbl = await openLanceTable(deps.dataRoot, input.table);
+      if (!tbl) return { version: 0, rows: 0, fragmentsRemoved: 0, fragmentsAdded: 0, versionsPruned: 0, cost: cost.result() };
+      const before = await tbl.stats();
+      const fromVersion = await tbl.version();
+      await progress.point('commit');
+      const deadlineMs = Date.now() + optimizeDeadlineMs(before.numRows);
+      const cleanupOlderThan = new Date(Date.now() - input.retentionSecs * 1000);
+      const r = await progress.bounded({ phase: 'commit', step: 'optimize', deadlineMs }, tbl.optimize({ cleanupOlderThan }));
+      const version = await tbl.version();
+      // Compaction reads the fragments it rewrites whole; folding rows into an index reads the segment it merges.
+      const measured = await addLanceBytes(deps, cost, lanceTableDir(deps.dataRoot, input.table), fromVersion, version, { replacedIndicesRead: true });
+      return {
+        version,
+        rows: before.numRows,
+        fragmentsRemoved: r.compaction.fragmentsRemoved,
+        fragmentsAdded: r.compaction.fragmentsAdded,
+        versionsPruned: r.prune.oldVersionsRemoved,
+        ...(measured ? { cost: cost.result() } : {}),
+      };
+    });
   };
 }

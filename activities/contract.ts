@@ -4,7 +4,7 @@
 // carries it in its units); the table's own records in src/storage.
 
 import type { IndexSpec } from '../src/messages/index-spec';
-import type { PreparedMerge } from '../src/policy/unit-results';
+import type { GcPlan, IndexPlan, OptimizePlan, PreparedMerge, UnitCost } from '../src/policy/unit-results';
 import type { SnapshotResult } from '../src/storage/generation-store';
 
 export type { IndexSpec } from '../src/messages/index-spec';
@@ -30,8 +30,17 @@ export interface PrepareMergeInput extends TableRef {
   toSeq: number;
 }
 
+/**
+ * What an activity that does a unit's work cost (activities/unit-cost.ts). Optional:
+ * results of workers that do not measure it have none. Not part of what a preparation
+ * hands its commit (PreparedMerge and the plans): the table takes it out of the result.
+ */
+export interface Costed {
+  cost?: UnitCost;
+}
+
 /** A preparation's batch, and the store as the preparation saw it when it ended. */
-export interface PrepareMergeResult extends PreparedMerge {
+export interface PrepareMergeResult extends PreparedMerge, Costed {
   scan?: SnapshotResult;
 }
 
@@ -42,7 +51,7 @@ export interface CommitMergeInput extends TableRef {
   more?: PreparedMerge[];
 }
 
-export interface CommitResult {
+export interface CommitResult extends Costed {
   version: number;
   rows: number;
   /** Time spent inside the Lance call that commits (ms). */
@@ -69,6 +78,12 @@ export interface PlanOptimizeInput extends TableRef {
   retentionSecs?: number;
 }
 
+export type PlanOptimizeResult = OptimizePlan & Costed;
+
+export type PlanIndexResult = IndexPlan & Costed;
+
+export type PlanGcResult = GcPlan & Costed;
+
 export interface CommitOptimizeInput extends TableRef {
   retentionSecs: number;
 }
@@ -89,7 +104,8 @@ export interface GcPlanInput extends TableRef {
   mergedThrough: { shard: string; mergedThroughSeq: number }[];
 }
 
-export interface GcResult {
+export interface GcResult extends Costed {
   deleted: number;
+  /** Bytes of the files deleted: freed, not written (cost.bytesWritten does not include them). */
   bytesFreed: number;
 }

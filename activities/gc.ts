@@ -8,6 +8,7 @@ import { storageAt } from '../src/storage/open-storage';
 import { raiseGcFloor } from '../src/storage/gc-floor';
 import { tableFiles } from '../src/storage/table-files';
 import { ProgressReporter } from './progress';
+import { withCost } from './unit-cost';
 import { readTableMeta } from '../src/storage/table-meta';
 import { checksumFile } from '../src/storage/arrow';
 
@@ -36,34 +37,37 @@ async function recordGenerationFloors(root: string, table: string, files: string
 }
 
 export function makeGc(deps: ActivityDeps) {
-  return async function gc(input: GcInput): Promise<GcResult> {
-    const progress = new ProgressReporter('gc', deps.faults);
-    const root = deps.dataRoot;
-    await readTableMeta(root, input.table);
-    for (const f of input.files) {
-      if (!isDeletableFile(root, input.table, f)) throw fail('GcRefused', `gc: refusing to delete ${f}: not a generation file or prepared batch of table ${input.table}`);
+  // Deleting writes nothing: bytesFreed is what went, and its cost is CPU (unit-cost.ts).
+  return async (input: GcInput): Promise<GcResult> => withCost(deps, () => collect(deps, input));
+}
+
+async function collect(deps: ActivityDeps, input: GcInput): Promise<GcResult> {
+  const progress = new ProgressReporter('gc', deps.faults);
+  const root = deps.dataRoot;
+  await readTableMeta(root, input.table);
+  for (const f of input.files) {
+    if (!isDeletableFile(root, input.table, f)) throw fail('GcRefused', `gc: refusing to delete ${f}: not a generation file or prepared batch of table ${input.table}`);
+  }
+  for (const f of input.tempFiles) {
+    if (!isTempFile(root, input.table, f)) throw fail('GcRefused', `gc: refusing to delete ${f}: not a temporary file of table ${input.table}`);
+  }
+  await recordGenerationFloors(root, input.table, input.files);
+  const all = [...input.files.map((f) => ({ f, temp: false })), ...input.tempFiles.map((f) => ({ f, temp: true }))];
+  let deleted = 0;
+  let bytesFreed = 0;
+  await progress.point('commit');
+  const store = storageAt(root);
+  for (const [i, { f, temp }] of all.entries()) {
+    const st = await store.stat(f).catch(() => null);
+    // A temp file young again would be a live writer's: leave it.
+    if (st && !(temp && Date.now() - st.mtimeMs < TEMP_MIN_AGE_MS)) {
+      await store.delete(f);
+      // The sidecar goes after its file, so no file is ever left without one.
+      if (!temp) await store.delete(checksumFile(f));
+      deleted++;
+      bytesFreed += st.size;
     }
-    for (const f of input.tempFiles) {
-      if (!isTempFile(root, input.table, f)) throw fail('GcRefused', `gc: refusing to delete ${f}: not a temporary file of table ${input.table}`);
-    }
-    await recordGenerationFloors(root, input.table, input.files);
-    const all = [...input.files.map((f) => ({ f, temp: false })), ...input.tempFiles.map((f) => ({ f, temp: true }))];
-    let deleted = 0;
-    let bytesFreed = 0;
-    await progress.point('commit');
-    const store = storageAt(root);
-    for (const [i, { f, temp }] of all.entries()) {
-      const st = await store.stat(f).catch(() => null);
-      // A temp file young again would be a live writer's: leave it.
-      if (st && !(temp && Date.now() - st.mtimeMs < TEMP_MIN_AGE_MS)) {
-        await store.delete(f);
-        // The sidecar goes after its file, so no file is ever left without one.
-        if (!temp) await store.delete(checksumFile(f));
-        deleted++;
-        bytesFreed += st.size;
-      }
-      progress.report({ phase: 'commit', step: `delete ${i + 1}/${all.length}` });
-    }
-    return { deleted, bytesFreed };
-  };
+    progress.report({ phase: 'commit', step: `delete ${i + 1}/${all.length}` });
+  }
+  return { deleted, bytesFreed };
 }

@@ -1,5 +1,5 @@
 import { Context } from '@temporalio/activity';
-import { checksumProblem, readIpcFile, readIpcFileBytes, writeIpcFileAtomic, writeIpcFileKeepingBytes, CorruptArrowFileError, type ArrowTable } from '../src/storage/arrow';
+import { checksumProblem, readIpcFileBytes, writeIpcFileAtomic, writeIpcFileKeepingBytes, CorruptArrowFileError, type ArrowTable } from '../src/storage/arrow';
 import { withScratch, withSharedScratch, type Alloc } from '../src/storage/scratch';
 import { notFound } from '../src/storage/storage';
 import { readSealed, readShardSealed } from '../src/storage/generation-store';
@@ -16,6 +16,7 @@ import type { DedupJob, DedupThreads } from './dedup-threads';
 import { fail, isNotFound } from './failures';
 import { NewestRowPerKey } from './newest-row-per-key';
 import { ProgressReporter } from './progress';
+import { costMeter, type CostMeter } from './unit-cost';
 import { generationProblem } from './validate-generation';
 
 // Preparation of a merge: never touches the base table, so it runs outside the turn.
@@ -49,11 +50,12 @@ import { generationProblem } from './validate-generation';
  */
 const DERIVED = { durable: false };
 
-async function loadValid(file: string, key: string): Promise<{ table: ArrowTable; bytes: number } | null> {
+async function loadValid(file: string, key: string, cost: CostMeter): Promise<{ table: ArrowTable; bytes: number } | null> {
   try {
-    const table = await readIpcFile(file);
+    const { table, bytes } = await readIpcFileBytes(file);
+    cost.read(bytes.byteLength);
     if (table.numRows === 0 || generationProblem(table, key, null, undefined)) return null;
-    return { table, bytes: (await storageOf(file).stat(file))?.size ?? 0 };
+    return { table, bytes: bytes.byteLength };
   } catch {
     return null;
   }
@@ -70,9 +72,11 @@ async function checkpoints(l: TableLayout, shard: string, fromSeq: number, toSeq
   return ks.sort((a, b) => b - a);
 }
 
-async function readGeneration(file: string, shard: string, seq: number, sealedThrough: number, alloc?: Alloc): Promise<{ table: ArrowTable; bytes: Buffer }> {
+async function readGeneration(file: string, shard: string, seq: number, sealedThrough: number, cost: CostMeter, alloc?: Alloc): Promise<{ table: ArrowTable; bytes: Buffer }> {
   try {
-    return await readIpcFileBytes(file, alloc ? { alloc } : {});
+    const r = await readIpcFileBytes(file, alloc ? { alloc } : {});
+    cost.read(r.bytes.byteLength);
+    return r;
   } catch (err) {
     throw readFailure(err, file, shard, seq, sealedThrough);
   }
@@ -126,6 +130,7 @@ interface ThreadPrep {
   out: string;
   base: { shard: string; fromSeq: number; toSeq: number; attempt: number };
   resumedFromFile: number;
+  cost: CostMeter;
 }
 
 /**
@@ -148,7 +153,9 @@ async function prepareOnThread(deps: ActivityDeps, threads: DedupThreads, c: Thr
         const t = performance.now();
         let added: Extract<DedupReply, { kind: 'added' }>;
         try {
-          added = await addOnThread(job, file, seq, await readShared(file, alloc));
+          const bytes = await readShared(file, alloc);
+          c.cost.read(bytes.byteLength);
+          added = await addOnThread(job, file, seq, bytes);
         } catch (err) {
           throw readFailure(err, file, shard, seq, c.sealedThroughSeq);
         }
@@ -160,6 +167,7 @@ async function prepareOnThread(deps: ActivityDeps, threads: DedupThreads, c: Thr
           const partial = await buildOnThread(job);
           if (partial.bytes) {
             await storageOf(c.out).put(preparedFile(l, shard, fromSeq, seq), partial.bytes, DERIVED);
+            c.cost.wrote(partial.bytes.byteLength);
             checkpointThroughSeq = seq;
             progress.report({ phase: 'read', filesRead: seq - fromSeq + 1, rowsRead: added.rowsRead, checkpointThroughSeq });
           }
@@ -174,6 +182,7 @@ async function prepareOnThread(deps: ActivityDeps, threads: DedupThreads, c: Thr
       if (!built.bytes) return { ...c.base, preparedPath: null, rows: 0, bytes: 0, ...done, timings: rounded(timings) };
       const t = performance.now();
       await storageOf(c.out).put(c.out, built.bytes, DERIVED);
+      c.cost.wrote(built.bytes.byteLength);
       deps.preparedCache?.put(c.out, built.bytes);
       timings.encodeMs += built.encodeMs + performance.now() - t;
       progress.report({ phase: 'encode', bytesWritten: built.bytes.byteLength });
@@ -189,14 +198,16 @@ export const MAX_PREPARATION_WAIT_MS = 10_000;
 
 export function makePrepareMerge(deps: ActivityDeps) {
   return async function prepareMerge(input: PrepareMergeInput): Promise<PrepareMergeResult> {
+    // Measured while it works, not while it waits for its reservation or its table's turn on this worker.
+    const cost = costMeter(deps);
     const run = async (hold?: string) => {
-      const { widened, sealedThroughSeq } = await widenToSealed(deps, input);
+      const { widened, sealedThroughSeq } = await cost.during(() => widenToSealed(deps, input));
       // Memory admission: the range is cut to what fits a batch, and its reservation is held while it runs.
-      const bounded = await boundMergeRange(deps, widened);
+      const bounded = await cost.during(() => boundMergeRange(deps, widened));
       const p = await withReservation(
         deps,
         prepareReservation(bounded.bytes),
-        () => prepare(deps, { ...widened, toSeq: bounded.toSeq }, new ProgressReporter('prepareMerge', deps.faults), sealedThroughSeq),
+        () => cost.during(() => prepare(deps, { ...widened, toSeq: bounded.toSeq }, new ProgressReporter('prepareMerge', deps.faults), cost, sealedThroughSeq)),
         hold,
       );
       return bounded.maxBatchBytes === undefined ? p : { ...p, maxBatchBytes: bounded.maxBatchBytes };
@@ -210,7 +221,8 @@ export function makePrepareMerge(deps: ActivityDeps) {
       : await run();
     // A scan of every shard on the way out (a few small reads): the table counts it as a
     // snapshot, so a table that merges steadily needs no snapshot activity of its own.
-    return { ...prepared, scan: await readSealed(deps.dataRoot, input.table) };
+    const scan = await cost.during(() => readSealed(deps.dataRoot, input.table));
+    return { ...prepared, scan, cost: cost.result() };
   };
 }
 
@@ -237,7 +249,7 @@ async function widenToSealed(deps: ActivityDeps, input: PrepareMergeInput): Prom
  * (commit-merge.ts). `sealedThroughSeq`: the shard's sealed-through seq when the caller
  * has just read it (sealed seqs only grow, so it is still a valid bound).
  */
-export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, progress: ProgressReporter, sealedThroughSeq?: number): Promise<PreparedMerge> {
+export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, progress: ProgressReporter, cost: CostMeter, sealedThroughSeq?: number): Promise<PreparedMerge> {
   const { table, shard, fromSeq, toSeq } = input;
   if (!Number.isSafeInteger(fromSeq) || !Number.isSafeInteger(toSeq) || fromSeq < 1 || fromSeq > toSeq) {
     throw fail('InvalidInput', `prepareMerge: seq range ${fromSeq}..${toSeq} is not valid`);
@@ -257,7 +269,7 @@ export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, prog
   const total = toSeq - fromSeq + 1;
 
   const t0 = performance.now();
-  const done = await loadValid(out, meta.key);
+  const done = await loadValid(out, meta.key, cost);
   if (done) {
     progress.report({ phase: 'encode', bytesWritten: done.bytes });
     const timings = rounded({ readMs: performance.now() - t0, dedupeMs: 0, encodeMs: 0 });
@@ -265,7 +277,7 @@ export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, prog
   }
 
   const acc = new NewestRowPerKey(meta.key, toSeq - fromSeq + 1);
-  const resume = await resumePoint(l, meta.key, input, progress.previous);
+  const resume = await resumePoint(l, meta.key, input, progress.previous, cost);
   let next = fromSeq;
   let checkpointThroughSeq: number | undefined;
   if (resume) {
@@ -284,7 +296,7 @@ export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, prog
   }
 
   if (deps.dedupThreads && !resume && toSeq > next) {
-    const c = { l, key: meta.key, shard, fromSeq, toSeq, next, sealedThroughSeq: sealed.sealedThroughSeq, out, base, resumedFromFile };
+    const c = { l, key: meta.key, shard, fromSeq, toSeq, next, sealedThroughSeq: sealed.sealedThroughSeq, out, base, resumedFromFile, cost };
     return prepareOnThread(deps, deps.dedupThreads, c, progress);
   }
 
@@ -301,7 +313,7 @@ export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, prog
     for (let seq = next; seq <= toSeq; seq++) {
       const file = generationFile(l, shard, seq);
       let t = performance.now();
-      const { table: gen, bytes: genBytes } = await readGeneration(file, shard, seq, sealed.sealedThroughSeq, alloc);
+      const { table: gen, bytes: genBytes } = await readGeneration(file, shard, seq, sealed.sealedThroughSeq, cost, alloc);
       // Read into memory of its own (no alloc): a generation that turns out to be its own batch is kept as read.
       if (!alloc) singleBytes = genBytes;
       const problem = generationProblem(gen, meta.key, seq, acc.schema);
@@ -315,7 +327,7 @@ export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, prog
       if (seq < toSeq && Date.now() - lastCheckpoint >= checkpointMs) {
         const partial = acc.build();
         if (partial) {
-          await writeIpcFileAtomic(preparedFile(l, shard, fromSeq, seq), partial, DERIVED);
+          cost.wrote((await writeIpcFileAtomic(preparedFile(l, shard, fromSeq, seq), partial, DERIVED)).bytes);
           checkpointThroughSeq = seq;
           progress.report({ phase: 'read', filesRead: seq - fromSeq + 1, rowsRead: acc.rowsRead, checkpointThroughSeq });
         }
@@ -344,6 +356,7 @@ export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, prog
     const ipc = await writeIpcFileKeepingBytes(out, batch, DERIVED);
     deps.preparedCache?.put(out, ipc);
     const bytes = ipc.byteLength;
+    cost.wrote(bytes);
     timings.encodeMs += performance.now() - t;
     progress.report({ phase: 'encode', bytesWritten: bytes });
     // Checkpoints are left to gc (removed once merged): a checkpoint fromSeq..k is also
@@ -361,15 +374,15 @@ interface ResumePoint {
 }
 
 /** Where a retry starts: the checkpoint the last heartbeat named, else the newest valid one on disk. */
-async function resumePoint(l: TableLayout, key: string, input: PrepareMergeInput, previous: Partial<Progress> | undefined): Promise<ResumePoint | null> {
+async function resumePoint(l: TableLayout, key: string, input: PrepareMergeInput, previous: Partial<Progress> | undefined, cost: CostMeter): Promise<ResumePoint | null> {
   const { shard, fromSeq, toSeq } = input;
   const named = previous?.phase === 'read' ? previous.checkpointThroughSeq : undefined;
   if (typeof named === 'number' && Number.isSafeInteger(named) && named >= fromSeq && named < toSeq) {
-    const cp = await loadValid(preparedFile(l, shard, fromSeq, named), key);
+    const cp = await loadValid(preparedFile(l, shard, fromSeq, named), key, cost);
     if (cp) return { k: named, table: cp.table, via: 'heartbeat' };
   }
   for (const k of await checkpoints(l, shard, fromSeq, toSeq)) {
-    const cp = await loadValid(preparedFile(l, shard, fromSeq, k), key);
+    const cp = await loadValid(preparedFile(l, shard, fromSeq, k), key, cost);
     if (cp) return { k, table: cp.table, via: 'scan' };
   }
   return null;
