@@ -3,7 +3,7 @@ import type { createActivities } from '../activities';
 import type { AdoptedPlan } from '../activities/adopted';
 import { criteria } from '../src/policy/adopted';
 import type { PeriodicUnit, PolicyEvent, TableState, Unit } from '../src/policy/types';
-import { classify, commitActivities, commitBytes, commitSummary, notTaken, prepActivities } from './run-unit';
+import { classify, commitActivities, commitBytes, commitSummary, costed, notTaken, prepActivities } from './run-unit';
 
 // The prepare and commit of an adopted table's units (the table workflow picks these
 // when state.adopted is set): plans and commits act on the table at its URI, and every
@@ -36,7 +36,7 @@ export async function prepareAdopted(st: TableState, unit: Unit): Promise<Policy
       indexAtUnindexedShare: c.indexAtUnindexedShare,
       pruneAtVersions: c.pruneAtVersions,
     });
-    return { type: 'prepared', kind: unit.kind, unitId: unit.id, needsCommit: p.needed, prepared: preparedOf(unit.kind, p), attempts: 1 } as PolicyEvent;
+    return { type: 'prepared', kind: unit.kind, unitId: unit.id, needsCommit: p.needed, prepared: preparedOf(unit.kind, p), attempts: 1, ...costed(p.cost) } as PolicyEvent;
   } catch (err) {
     return { type: 'prepareFailed', unitId: unit.id, ...classify(err) };
   }
@@ -63,7 +63,7 @@ export async function commitAdopted(st: TableState, unit: Unit, why: string): Pr
       conflictRetries: c.conflictRetries,
       conflictBackoffMaxSecs: c.conflictBackoffMaxSecs,
     });
-    return { type: 'committed', unitId: unit.id, version: r.version, rows: r.rows, attempts: 1, conflicts: r.conflicts, observation: r.observation };
+    return { type: 'committed', unitId: unit.id, version: r.version, rows: r.rows, attempts: 1, conflicts: r.conflicts, observation: r.observation, ...costed(r.cost) };
   } catch (err) {
     if (notTaken(err)) return { type: 'noHeadroom', unitId: unit.id, bytes: commitBytes(unit) };
     return { type: 'commitFailed', unitId: unit.id, ...classify(err), conflicts: conflictsOf(err) };

@@ -1,7 +1,7 @@
 import { TimeoutType } from '@temporalio/common';
 import { ActivityFailure, ApplicationFailure, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
-import type { CommitResult, PreparedMerge } from '../activities/contract';
+import type { CommitResult, PreparedMerge, UnitCost } from '../activities/contract';
 import type { PolicyEvent, TableState, Unit } from '../src/policy/types';
 import { commitReservation, FIXED_RESERVATIONS } from '../src/worker/reservation-sizes';
 
@@ -109,6 +109,9 @@ const quick = proxyActivities<Activities>({
   retry: { initialInterval: '1 s', maximumInterval: '30 s', maximumAttempts: 5 },
 });
 
+/** The cost an activity reported, for the table's unit history; absent from results of workers that do not measure it. */
+export const costed = (cost: UnitCost | undefined): { cost?: UnitCost } => (cost ? { cost } : {});
+
 /** What went wrong, whether retrying can help, and whether it was a stall. */
 export function classify(err: unknown): { error: string; retryable: boolean; stalled: boolean } {
   let cause: unknown = err;
@@ -128,21 +131,21 @@ export async function prepareUnit(st: TableState, unit: Unit): Promise<PolicyEve
     switch (unit.kind) {
       case 'merge': {
         // The scan is not kept with the unit: it is folded into the watermarks at once.
-        const { scan, ...p } = await acts.prepareMerge({ table, key: st.key, shard: unit.shard, fromSeq: unit.fromSeq, toSeq: unit.toSeq });
-        return { type: 'prepared', kind: 'merge', unitId: unit.id, needsCommit: true, prepared: p, reservedBytes: p.bytes, attempts: p.attempt, ...(scan ? { scan } : {}) };
+        const { scan, cost, ...p } = await acts.prepareMerge({ table, key: st.key, shard: unit.shard, fromSeq: unit.fromSeq, toSeq: unit.toSeq });
+        return { type: 'prepared', kind: 'merge', unitId: unit.id, needsCommit: true, prepared: p, reservedBytes: p.bytes, attempts: p.attempt, ...(scan ? { scan } : {}), ...costed(cost) };
       }
       case 'optimize': {
-        const p = await acts.planOptimize({ table });
-        return { type: 'prepared', kind: 'optimize', unitId: unit.id, needsCommit: p.needed, prepared: p, attempts: 1 };
+        const { cost, ...p } = await acts.planOptimize({ table });
+        return { type: 'prepared', kind: 'optimize', unitId: unit.id, needsCommit: p.needed, prepared: p, attempts: 1, ...costed(cost) };
       }
       case 'index': {
-        const p = await acts.planIndex({ table });
-        return { type: 'prepared', kind: 'index', unitId: unit.id, needsCommit: p.missing.length > 0, prepared: p, attempts: 1 };
+        const { cost, ...p } = await acts.planIndex({ table });
+        return { type: 'prepared', kind: 'index', unitId: unit.id, needsCommit: p.missing.length > 0, prepared: p, attempts: 1, ...costed(cost) };
       }
       case 'gc': {
         const mergedThrough = st.shards.map((s) => ({ shard: s.shard, mergedThroughSeq: s.mergedThroughSeq }));
-        const p = await acts.planGc({ table, mergedThrough });
-        return { type: 'prepared', kind: 'gc', unitId: unit.id, needsCommit: p.files.length + p.tempFiles.length > 0, prepared: p, attempts: 1 };
+        const { cost, ...p } = await acts.planGc({ table, mergedThrough });
+        return { type: 'prepared', kind: 'gc', unitId: unit.id, needsCommit: p.files.length + p.tempFiles.length > 0, prepared: p, attempts: 1, ...costed(cost) };
       }
     }
   } catch (err) {
@@ -185,11 +188,11 @@ export async function commitUnit(st: TableState, unit: Unit, why: string, riders
         // Commit-ready only with files to delete, i.e. with its plan.
         if (plan === null) throw ApplicationFailure.nonRetryable(`${unit.id}: no gc plan to commit`, 'NotPrepared');
         const g = await acts.gc({ table, files: plan.files, tempFiles: plan.tempFiles });
-        r = { version: st.version, rows: g.deleted };
+        r = { version: st.version, rows: g.deleted, ...costed(g.cost) };
         break;
       }
     }
-    return { type: 'committed', unitId: unit.id, version: r.version, rows: r.rows, attempts: 1, ...(r.scan ? { scan: r.scan } : {}) };
+    return { type: 'committed', unitId: unit.id, version: r.version, rows: r.rows, attempts: 1, ...(r.scan ? { scan: r.scan } : {}), ...costed(r.cost) };
   } catch (err) {
     if (notTaken(err)) return { type: 'noHeadroom', unitId: unit.id, bytes: commitBytes(unit, riders) };
     return { type: 'commitFailed', unitId: unit.id, ...classify(err) };
