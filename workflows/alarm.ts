@@ -1,4 +1,5 @@
 import { CancellationScope, isCancellation, sleep } from '@temporalio/workflow';
+import { alarmTimer } from './timers';
 
 /**
  * The table's one durable timer, for the earliest deadline the core asks for. It is
@@ -10,7 +11,11 @@ export class Alarm {
   private scope: CancellationScope | null = null;
   fired = false;
 
-  set(atMs: number | null): void {
+  /**
+   * `reason` (src/policy/wake.ts) becomes the timer's summary in the UI. It does not
+   * re-arm a timer for the same instant: it only ever labels the deadline.
+   */
+  set(atMs: number | null, reason?: string | null): void {
     if (atMs === this.atMs && (this.scope !== null || atMs === null)) return;
     this.scope?.cancel();
     this.scope = null;
@@ -18,7 +23,7 @@ export class Alarm {
     if (atMs === null) return;
     const scope = new CancellationScope();
     this.scope = scope;
-    scope.run(() => sleep(Math.max(1, atMs - Date.now()))).then(
+    scope.run(() => sleep(Math.max(1, atMs - Date.now()), alarmTimer(reason))).then(
       () => {
         if (this.scope !== scope) return;
         this.scope = null;

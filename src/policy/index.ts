@@ -21,7 +21,7 @@ export {
   type TurnPick,
 } from './order';
 export { foldDemand, foldSnapshot } from './fold';
-export { nextWakeAt } from './wake';
+export { earliestWake, nextWakeAt, wakeReason, type Wake } from './wake';
 export { justGrantedDirect } from './brief-turn';
 export { NEVER } from './time';
 export { factsOf, seqHorizon, refuseDemand, refuseAwaitMerged, refuseBump, refusePause, refuseResume, type TableFacts } from './request-checks';

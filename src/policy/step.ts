@@ -4,7 +4,7 @@ import { settlePullIn } from './idle';
 import { applyEvent } from './events';
 import { backlogOf, writePressure } from './pressure';
 import type { PolicyEvent, StepResult, TableState } from './types';
-import { nextWakeAt } from './wake';
+import { earliestWake } from './wake';
 
 /**
  * The reducer the table workflow calls for every event. Pure: the input is copied, not
@@ -33,6 +33,7 @@ export function stepAll(input: TableState, events: readonly PolicyEvent[], nowMs
   if (snapshotDue(state, nowMs)) decisions.unshift({ type: 'snapshot' });
 
   state.writePressure = writePressure(backlogOf(state), state.policy.softBacklog, state.policy.hardBacklog);
-  decisions.push({ type: 'wakeAt', atMs: nextWakeAt(state, nowMs) });
+  const wake = earliestWake(state, nowMs);
+  decisions.push({ type: 'wakeAt', atMs: wake?.atMs ?? null, reason: wake?.reason ?? null });
   return { state, decisions };
 }

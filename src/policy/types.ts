@@ -343,8 +343,8 @@ export type Decision =
   /** riders: merges committed with `unit` in the same turn (one Lance commit). */
   | { type: 'commit'; unit: Unit; why: string; riders?: Unit[] }
   | { type: 'snapshot' }
-  /** One durable timer for the earliest deadline; null means no timer is needed. */
-  | { type: 'wakeAt'; atMs: number | null };
+  /** One durable timer for the earliest deadline; null means no timer is needed. reason: what it waits for (wake.ts). */
+  | { type: 'wakeAt'; atMs: number | null; reason: string | null };
 
 export interface StepResult {
   state: TableState;

@@ -159,6 +159,14 @@ export async function commitSummaries(handle: WorkflowHandle): Promise<string[]>
     });
 }
 
+/** The UI summary of every timer the workflow's latest run started, in order ('' for a timer without one). */
+export async function timerSummaries(handle: WorkflowHandle): Promise<string[]> {
+  return (await historyEvents(handle, 'TIMER_STARTED')).map((e) => {
+    const data = e.userMetadata?.summary?.data;
+    return data ? (JSON.parse(Buffer.from(data).toString('utf8')) as string) : '';
+  });
+}
+
 /**
  * Every alarm timer the workflow started, in order: when (server time) and for how long.
  * The bound of an awaitMerged that had to wait (AWAIT_MERGED_BOUND_SECS) is not the alarm.
