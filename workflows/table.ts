@@ -39,6 +39,7 @@ import * as msg from './messages';
 import { commitBytes, commitUnit, prepareUnit, runSnapshot } from './run-unit';
 import { commitAdopted, prepareAdopted, runObserve } from './adopted-units';
 import { Alarm } from './alarm';
+import { awaitMergedTimer } from './timers';
 import { activationSettled } from './activation';
 import { createUiPublisher } from './ui';
 import { createMetricsPublisher } from './metrics';
@@ -188,7 +189,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
       // workflow's few in-flight update slots while it waits, so it is answered ("not
       // yet": merged false) after a bound and the client asks again.
       const done = () => merged() >= req.seq || draining;
-      if (!done()) await condition(done, (args.awaitMergedBoundSecs ?? AWAIT_MERGED_BOUND_SECS) * 1000);
+      if (!done()) await condition(done, (args.awaitMergedBoundSecs ?? AWAIT_MERGED_BOUND_SECS) * 1000, awaitMergedTimer(req));
       return { shard: req.shard, seq: req.seq, mergedThroughSeq: merged(), version: st.version, merged: merged() >= req.seq };
     },
     {
@@ -281,7 +282,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
         }
         break;
       case 'wakeAt':
-        alarm.set(d.atMs);
+        alarm.set(d.atMs, d.reason);
         break;
     }
   };

@@ -1,0 +1,111 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { PROJECT_ROOT } from '../../src/util/project-paths';
+import { createTableMeta } from '../../src/storage/generation-store';
+import { TableWriter, workflowArgsFor } from '../../src/client/table-writer';
+import { shardNames } from '../../src/messages/names';
+import { KINDS } from '../../src/policy/types';
+import type { DemandRecord } from '../../src/policy/demand-record';
+import type { UnitHistory } from '../../src/policy/unit-history';
+import type { StatusView } from '../../workflows/messages';
+import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';
+import { expectMergedExactly } from '../support/expect-exact';
+import { Load } from '../support/load';
+import { sleep } from '../../src/util/sleep';
+
+// A busy table on the real server (a hot merger on two shards, optimize and an index
+// kept built): its unit history with costs as `turnstile history` prints it, and its
+// demand record, which the policy dry run replays.
+
+let h: Harness;
+let busy: { table: string; status: StatusView; history: UnitHistory; record: DemandRecord; loadMs: number };
+
+const turnstile = (...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> =>
+  new Promise((resolve) =>
+    execFile(process.execPath, [path.join(PROJECT_ROOT, 'scripts', 'turnstile.mjs'), ...args], { env: { ...process.env, TEMPORAL_ADDRESS: h.address, TURNSTILE_DATA: h.dataRoot, TURNSTILE_TASK_QUEUE: h.taskQueue }, timeout: 120_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    ),
+  );
+
+/** The policy the busy table runs: optimize and index due often, waits bounded tightly so promotions happen. */
+export const BUSY_POLICY = {
+  periodSecs: { optimize: 5, index: 8, gc: 0 },
+  maxTurnWaitSecs: { merge: 10, optimize: 4, index: 4 },
+  softBacklog: 100_000,
+  hardBacklog: 200_000,
+};
+const LOAD_MS = 75_000;
+
+beforeAll(async () => {
+  // Merge commits take 500 ms longer (a larger table): turns are contended.
+  h = await startHarness({ name: 'foresight', deps: { faults: { freezeProgress: (p) => (p.activity === 'commitMerge' && p.phase === 'commit' ? sleep(500) : undefined) } } });
+  const table = uniqueName('busy');
+  const meta = await createTableMeta(h.dataRoot, { name: table, key: 'id', shards: shardNames(2), indices: [{ column: 'id', type: 'btree' }] });
+  await h.tables.start({ ...workflowArgsFor(meta), policy: BUSY_POLICY });
+  const writer = await TableWriter.open(h.tables, h.dataRoot, table);
+  const load = new Load(writer, { rowsPerGeneration: 500, keySpan: 20_000, pauseMs: 100 });
+  const t0 = Date.now();
+  load.start();
+  await sleep(LOAD_MS);
+  await load.stop();
+  const loadMs = Date.now() - t0;
+  await eventually(async () => (await h.tables.state(table)).backlog === 0, 'the backlog drained', 120_000, 500);
+  await expectMergedExactly(h, table, load, ['s0', 's1']);
+  // Turns still in flight end (optimize and index may be due once more).
+  await eventually(async () => (await h.tables.state(table)).turn === null, 'the turn free', 60_000, 250);
+  busy = { table, status: await h.tables.status(table), history: await h.tables.history(table), record: await h.tables.demandRecord(table), loadMs };
+}, 400_000);
+afterAll(async () => h?.close());
+
+test('the unit history lists every kind that ran, with outcome, why, rows, cost and reserved bytes, and exact totals', async () => {
+  const { table, status, history } = busy;
+  const c = status.counters;
+  console.log(`busy table: turns ${JSON.stringify(c.turns)}, max waits ${JSON.stringify(c.maxTurnWaitSecs)}, history totals ${JSON.stringify(history.totals)}, sealed ${history.sealedBytes}`);
+  expect(c.turns.merge).toBeGreaterThan(20);
+  expect(c.turns.optimize).toBeGreaterThan(2);
+  expect(c.turns.index).toBeGreaterThanOrEqual(1);
+  // Every committed turn is an entry (grouped merges: one entry for the group).
+  const committed = (k: (typeof KINDS)[number]) => history.entries.filter((e) => e.kind === k && e.outcome === 'committed');
+  expect(committed('optimize').length).toBe(c.turns.optimize);
+  expect(committed('index').length).toBe(c.turns.index);
+  for (const e of committed('merge')) {
+    expect(e.why).not.toBe('');
+    expect(e.grantedAtMs!).toBeGreaterThanOrEqual(e.readyAtMs!);
+    expect(e.endedAtMs).toBeGreaterThan(e.grantedAtMs!);
+    expect(e.rows).toBeGreaterThan(0);
+    expect(e.reservedBytes).toBeGreaterThan(0);
+    expect(e.bytesWritten).toBeGreaterThan(0);
+    expect(e.cpuMs).toBeGreaterThan(0);
+  }
+  expect(history.totals.merge.units).toBeGreaterThanOrEqual(committed('merge').length);
+  expect(history.sealedBytes).toBeGreaterThan(0);
+  // status shows what the history counts.
+  expect(status.cost?.sealedBytes).toBe(history.sealedBytes);
+  expect(status.cost?.writeAmplification).toBeGreaterThan(0.5);
+
+  const out = await turnstile('history', table, '--since', '30m');
+  expect(out.code, out.stderr).toBe(0);
+  console.log(out.stdout.split('\n').slice(0, 12).join('\n'));
+  expect(out.stdout).toMatch(/merge\/s[01](@\d+)? \d+-\d+/);
+  expect(out.stdout).toMatch(/optimize +committed/);
+  expect(out.stdout).toMatch(/write amplification \d+\.\d\d/);
+  const json = await turnstile('history', table, '--json');
+  expect(json.code, json.stderr).toBe(0);
+  expect((JSON.parse(json.stdout) as { units: unknown[] }).units.length).toBe(history.entries.length);
+  const bad = await turnstile('history', table, '--since', '3x');
+  expect(bad.code).toBe(2);
+  expect(bad.stderr.trim().split('\n')).toHaveLength(1);
+  expect(bad.stderr).toContain('--since');
+});
+
+test('the demand record holds every seal and turn of the busy minute in 10 s buckets', () => {
+  const { record, status, history } = busy;
+  const sum = (f: (b: DemandRecord['buckets'][number]) => number) => record.buckets.reduce((s, b) => s + f(b), 0);
+  expect(sum((b) => b.seals)).toBe(status.shards.reduce((s, x) => s + x.sealedThroughSeq, 0));
+  expect(sum((b) => b.sealedBytes)).toBe(history.sealedBytes);
+  for (const k of KINDS) expect(sum((b) => b.wait[k]?.n ?? 0), k).toBeGreaterThanOrEqual(status.counters.turns[k]);
+  const maxWaitMs = Math.max(...record.buckets.map((b) => b.wait.optimize?.maxMs ?? 0));
+  expect(maxWaitMs / 1000).toBeCloseTo(status.counters.maxTurnWaitSecs.optimize, 1);
+  expect(record.buckets.length).toBeGreaterThanOrEqual(Math.floor(busy.loadMs / 10_000));
+});
