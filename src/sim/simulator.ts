@@ -4,7 +4,7 @@ import { step } from '../policy/step';
 import type { Decision, Kind, PolicyEvent, StoreScan, TableState, Unit } from '../policy/types';
 import { TimeQueue } from './queue';
 import { chance, draw, mulberry32, type Rng } from './rng';
-import type { ArrivalProcess, FaultRates, SimConfig, SimResult, TurnRecord } from './types';
+import type { ArrivalProcess, FaultRates, ScheduledSeal, SimConfig, SimResult, TurnRecord } from './types';
 
 // A discrete-event stand-in for the table workflow shell: it feeds the core events at
 // simulated times, "runs" the activities the core asks for with configured durations
@@ -23,6 +23,7 @@ import type { ArrivalProcess, FaultRates, SimConfig, SimResult, TurnRecord } fro
 type Item =
   | { t: 'deliver'; event: PolicyEvent }
   | { t: 'seal'; proc: number; shard: string }
+  | { t: 'scheduled'; seal: ScheduledSeal }
   | { t: 'timer'; token: number }
   | { t: 'optimize' }
   | { t: 'operator'; index: number }
@@ -41,6 +42,8 @@ class Simulation {
   private readonly sealRevision: Record<string, number> = {};
   private readonly openTurns = new Map<string, TurnRecord>();
   private readonly result: Pick<SimResult, 'turns' | 'samples'> = { turns: [], samples: [] };
+  /** The rest of cfg.seals; null once it is used up. */
+  private schedule: Iterator<ScheduledSeal> | null;
 
   constructor(private readonly cfg: SimConfig) {
     this.rng = mulberry32(cfg.seed);
@@ -53,6 +56,8 @@ class Simulation {
     (cfg.arrivals ?? []).forEach((p, i) => {
       for (const shard of p.shards ?? cfg.shards) this.q.push((p.startMs ?? this.now) + draw(this.rng, p.everyMs), { t: 'seal', proc: i, shard });
     });
+    this.schedule = cfg.seals ? cfg.seals[Symbol.iterator]() : null;
+    this.nextScheduled();
     if (cfg.optimizeEverySecs) this.q.push(this.now + cfg.optimizeEverySecs * 1000, { t: 'optimize' });
     (cfg.operator ?? []).forEach((o, index) => this.q.push(o.atMs, { t: 'operator', index }));
     if (cfg.sampleEveryMs) this.q.push(this.now, { t: 'sample' });
@@ -72,7 +77,19 @@ class Simulation {
   }
 
   private arrivalsDone(): boolean {
-    return (this.cfg.arrivals ?? []).every((p) => p.stopMs !== undefined && this.now >= p.stopMs);
+    return this.schedule === null && (this.cfg.arrivals ?? []).every((p) => p.stopMs !== undefined && this.now >= p.stopMs);
+  }
+
+  /** Queues the next scheduled seal; one at a time, so a long schedule costs no memory up front. */
+  private nextScheduled(): void {
+    if (!this.schedule) return;
+    const n = this.schedule.next();
+    if (n.done) {
+      this.schedule = null;
+      return;
+    }
+    if (n.value.atMs < this.now) throw new Error(`scheduled seal at ${n.value.atMs} is before ${this.now}: seals must come in time order`);
+    this.q.push(n.value.atMs, { t: 'scheduled', seal: n.value });
   }
 
   private handle(item: Item): void {
@@ -86,6 +103,9 @@ class Simulation {
         return;
       case 'seal':
         return this.seal(item.proc, item.shard);
+      case 'scheduled':
+        this.sealOne(item.seal.shard, item.seal.bytes);
+        return this.nextScheduled();
       case 'optimize': {
         const cls = this.state.policy.classes.optimize;
         this.feed({ type: 'bump', bump: { target: { kind: 'optimize' }, class: cls, reason: 'sim: optimize requested', expiresAtMs: this.now } });
@@ -106,18 +126,23 @@ class Simulation {
   private seal(proc: number, shard: string): void {
     const p: ArrivalProcess = this.cfg.arrivals![proc]!;
     if (p.stopMs !== undefined && this.now >= p.stopMs) return;
+    this.sealOne(shard, p.bytesPerGeneration, p);
+    this.q.push(this.now + Math.max(1, draw(this.rng, p.everyMs)), { t: 'seal', proc, shard });
+  }
+
+  /** A generation of `shard` sealed now; its demand is delivered as `p` says (scheduled seals: at once). */
+  private sealOne(shard: string, bytes: number | undefined, p?: ArrivalProcess): void {
     const seq = (this.sealed[shard] ?? 0) + 1;
     this.sealed[shard] = seq;
     const revision = ++this.revision;
     this.sealRevision[shard] = revision;
-    const event: PolicyEvent = { type: 'demand', shard, sealedThroughSeq: seq, revision, ...(p.bytesPerGeneration !== undefined ? { bytes: p.bytesPerGeneration } : {}) };
-    const lost = chance(this.rng, p.lostProb);
+    const event: PolicyEvent = { type: 'demand', shard, sealedThroughSeq: seq, revision, ...(bytes !== undefined ? { bytes } : {}) };
+    const lost = chance(this.rng, p?.lostProb);
     this.cfg.onSeal?.({ shard, seq, atMs: this.now, lost });
     if (!lost) {
-      this.q.push(this.now + draw(this.rng, p.deliveryDelayMs ?? 0), { t: 'deliver', event });
-      if (chance(this.rng, p.duplicateProb)) this.q.push(this.now + draw(this.rng, [0, 60_000]), { t: 'deliver', event });
+      this.q.push(this.now + draw(this.rng, p?.deliveryDelayMs ?? 0), { t: 'deliver', event });
+      if (chance(this.rng, p?.duplicateProb)) this.q.push(this.now + draw(this.rng, [0, 60_000]), { t: 'deliver', event });
     }
-    this.q.push(this.now + Math.max(1, draw(this.rng, p.everyMs)), { t: 'seal', proc, shard });
   }
 
   private feed(event: PolicyEvent): void {
@@ -186,11 +211,14 @@ class Simulation {
   }
 
   private prepare(u: Unit): void {
-    const perGeneration = u.kind === 'merge' ? (u.toSeq - u.fromSeq + 1) * (this.cfg.mergeMsPerGeneration ?? 0) : 0;
-    const ms = draw(this.rng, this.cfg.prepareMs[u.kind]) + perGeneration;
+    const generations = u.kind === 'merge' ? u.toSeq - u.fromSeq + 1 : 0;
+    const model = this.cfg.activities;
+    const ms = model
+      ? model.durationMs({ phase: 'prepare', kind: u.kind, generations, atMs: this.now }, this.rng)
+      : draw(this.rng, this.cfg.prepareMs[u.kind]) + generations * (this.cfg.mergeMsPerGeneration ?? 0);
     const fail = this.failure(this.cfg.prepareFaults);
     if (fail) return this.later(ms, { type: 'prepareFailed', unitId: u.id, ...fail });
-    const needsCommit = u.kind === 'merge' || chance(this.rng, this.cfg.needsCommit?.[u.kind] ?? 1);
+    const needsCommit = u.kind === 'merge' || chance(this.rng, model ? model.needsCommit(u.kind, this.now) : (this.cfg.needsCommit?.[u.kind] ?? 1));
     const rows = u.kind === 'merge' ? (u.toSeq - u.fromSeq + 1) * this.rowsPerGeneration() : 0;
     const base = { type: 'prepared' as const, unitId: u.id, needsCommit, reservedBytes: rows * 100, attempts: this.attempts(this.cfg.prepareFaults) };
     // Only a merge's result matters to the simulation (its rows); plans stay null.
@@ -209,7 +237,9 @@ class Simulation {
   private commit(u: Unit, why: string): void {
     this.openTurns.set(u.id, { unitId: u.id, kind: u.kind as Kind, readySinceMs: u.readySinceMs ?? this.now, grantedAtMs: this.now, releasedAtMs: null, committed: null, why });
     this.result.turns.push(this.openTurns.get(u.id)!);
-    const ms = draw(this.rng, this.cfg.commitMs[u.kind]);
+    const model = this.cfg.activities;
+    const generations = u.kind === 'merge' ? u.toSeq - u.fromSeq + 1 : 0;
+    const ms = model ? model.durationMs({ phase: 'commit', kind: u.kind, generations, atMs: this.now }, this.rng) : draw(this.rng, this.cfg.commitMs[u.kind]);
     const fail = this.failure(this.cfg.commitFaults);
     if (fail) return this.later(ms, { type: 'commitFailed', unitId: u.id, ...fail });
     const rows = u.kind === 'merge' ? (u.prepared?.rows ?? 0) : 0;

@@ -1,5 +1,5 @@
 import type { Decision, Kind, PerKind, Policy, PolicyEvent, TableState } from '../policy/types';
-import type { Range } from './rng';
+import type { Range, Rng } from './rng';
 
 /** A writer lane's seals: one generation every `everyMs` on each of `shards`. */
 export interface ArrivalProcess {
@@ -18,6 +18,26 @@ export interface ArrivalProcess {
   rowsPerGeneration?: number;
   /** When set, demand events report this generation size (direct merges: policy directMergeMaxBytes). */
   bytesPerGeneration?: number;
+}
+
+/** One seal at a fixed time (a recorded table's, replayed); its demand is delivered at once, exactly once. */
+export interface ScheduledSeal {
+  atMs: number;
+  shard: string;
+  /** The generation's size as its demand reports it (absent: no size, so never a direct merge). */
+  bytes?: number;
+}
+
+/**
+ * How long activities take and whether a preparation finds work, as a function of the
+ * simulated time: lets a replay follow a recorded table's durations as they changed
+ * over the window. Draw only from `rng`, so a run stays a function of its seed.
+ */
+export interface ActivityModel {
+  /** ms the activity runs: a unit's preparation (a merge's covers `generations`), or its commit (the turn held). */
+  durationMs(a: { phase: 'prepare' | 'commit'; kind: Kind; generations: number; atMs: number }, rng: Rng): number;
+  /** Probability that a preparation of `kind` started at atMs finds something to commit (merges always do). */
+  needsCommit(kind: Kind, atMs: number): number;
 }
 
 /** Failure probabilities of activities (checked in this order: fatal, retryable). */
@@ -64,6 +84,10 @@ export interface SimConfig {
   commitMs: PerKind<Range>;
   snapshotMs?: Range;
   arrivals?: ArrivalProcess[];
+  /** Seals at given times, in time order (beside or instead of arrivals); read lazily, so it may be a generator. */
+  seals?: Iterable<ScheduledSeal>;
+  /** When set, replaces prepareMs, commitMs, mergeMsPerGeneration and needsCommit. */
+  activities?: ActivityModel;
   /**
    * Every N seconds optimize is requested (as an operator would with a bump that keeps
    * its normal class): it becomes due and is prepared, then waits for the turn.

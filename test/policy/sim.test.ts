@@ -38,3 +38,45 @@ describe('simulator', () => {
     expect(formatSummary(s)).toContain('optimize');
   });
 });
+
+describe('simulator inputs for a replay', () => {
+  it('seals at scheduled times and times activities by the model at their start', () => {
+    const seen: { shard: string; seq: number; atMs: number }[] = [];
+    const asked: { phase: string; kind: string; generations: number; atMs: number }[] = [];
+    const r = runSimulation({
+      shards: ['s0', 's1'],
+      policy: simPolicy({ periodSecs: { optimize: 0, index: 0, gc: 0 } }),
+      seed: 1,
+      startMs: 1_000,
+      endMs: 60_000,
+      // Unused: the model decides.
+      prepareMs: { merge: 99_999, optimize: 99_999, index: 99_999, gc: 99_999 },
+      commitMs: { merge: 99_999, optimize: 99_999, index: 99_999, gc: 99_999 },
+      seals: [
+        { atMs: 2_000, shard: 's0', bytes: 10 },
+        { atMs: 2_000, shard: 's1' },
+        { atMs: 5_000, shard: 's0', bytes: 10 },
+      ],
+      activities: {
+        durationMs: (a) => {
+          asked.push({ phase: a.phase, kind: a.kind, generations: a.generations, atMs: a.atMs });
+          return a.phase === 'prepare' ? 700 : 300;
+        },
+        needsCommit: () => 1,
+      },
+      onSeal: (s) => seen.push({ shard: s.shard, seq: s.seq, atMs: s.atMs }),
+      stopWhen: (state, _now, sim) => sim.arrivalsDone && state.shards.every((s) => s.mergedThroughSeq === sim.sealed[s.shard]),
+    });
+    expect(seen).toEqual([
+      { shard: 's0', seq: 1, atMs: 2_000 },
+      { shard: 's1', seq: 1, atMs: 2_000 },
+      { shard: 's0', seq: 2, atMs: 5_000 },
+    ]);
+    expect(r.sealed).toEqual({ s0: 2, s1: 1 });
+    // s0's small generations merge directly (a commit only); s1's, without a size, is prepared first.
+    expect(asked).toContainEqual({ phase: 'prepare', kind: 'merge', generations: 1, atMs: 2_000 });
+    expect(asked.filter((a) => a.phase === 'commit')).toHaveLength(r.turns.length);
+    for (const t of r.turns) expect(t.releasedAtMs! - t.grantedAtMs).toBe(300);
+    expect(r.nowMs).toBeLessThan(10_000);
+  });
+});
