@@ -72,6 +72,12 @@ export async function pauseOrResume(p: Parsed, action: 'pause' | 'resume'): Prom
 
 export async function policy(p: Parsed): Promise<void> {
   const name = tableArg(p);
+  if (p.flags['dry-run']) {
+    const { dryRun, hoursFlag } = await import('./policy-dry-run');
+    hoursFlag(p); // a bad --hours is refused before the file is read
+    return dryRun(p, name, readJsonFile(required(p, 'set', 'a JSON file with policy keys'), '--set'));
+  }
+  for (const flag of ['hours', 'json']) if (p.flags[flag] !== undefined) throw new UsageError(`--${flag}: only with --dry-run`);
   const override = readJsonFile(required(p, 'set', 'a JSON file with policy keys'), '--set');
   const { refuseOtherStorageRoot } = await import('../client/storage-root-check');
   // The workflow's update validator checks it (unknown keys, ranges) against the

@@ -228,9 +228,12 @@ export function buildProgram(): Command {
 
   program
     .command('policy')
-    .description("change a table's policy (validated by its workflow, kept in table.json)")
+    .description("change a table's policy (validated by its workflow, kept in table.json), or try it first with --dry-run")
     .argument('<NAME>', 'table name')
     .option('--set <FILE>', 'JSON file of policy keys (required)')
+    .option('--dry-run', "change nothing: replay the table's recorded demand under its current and the proposed policy")
+    .option('--hours <H>', 'with --dry-run: the recorded hours to replay, 0.1..168 (default 24)')
+    .option('--json', 'with --dry-run: print JSON')
     .action(run(async () => (await import('./operator-commands')).policy));
 
   return program;
