@@ -100,7 +100,9 @@ function waitStats(turns: readonly TurnRecord[]): Pick<RunMetrics, 'turns' | 'ma
 }
 
 function runOnce(input: DryRunInput, w: ReplayWindow, policy: Policy, seed: number): RunMetrics {
-  const tableShards = input.shards.length ? input.shards : replayShards(w, []);
+  // A managed table always has shards; the fallbacks only keep a bare record replayable.
+  const named = input.shards.length ? input.shards : replayShards(w, []);
+  const tableShards = named.length ? named : ['s0'];
   const shards = replayShards(w, tableShards);
   const { model } = recordedActivities(w.buckets);
   let backlogPeak = 0;

@@ -235,6 +235,12 @@ describe('policy dry run', () => {
     expect(noDemandLine(1)).toBe('no recorded demand in the last 1 hour');
   });
 
+  it('a record that names no shard, of a table whose shards are unknown, still replays every seal', () => {
+    const r = policyDryRun({ ...input({ buckets: [bucket(NOW - 60_000, { seals: 3 })] }, simPolicy(), simPolicy()), shards: [] })!;
+    expect(r.current.median.turns.merge).toBeGreaterThanOrEqual(1);
+    expect(r.current.median.drainSecs).toBe(0);
+  });
+
   it('prints observed, current and proposed side by side within 100 columns', () => {
     const { record, current } = slowPeriodic();
     const text = formatDryRun(policyDryRun(input(record, current, { ...current, maxTurnWaitSecs: { ...current.maxTurnWaitSecs, merge: 5 } }))!);
