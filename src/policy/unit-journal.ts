@@ -49,7 +49,7 @@ const generations = (u: Unit | undefined): number => (u?.kind === 'merge' ? u.to
 
 const rangeOf = (u: Unit | undefined): Pick<UnitRun, 'shard' | 'fromSeq' | 'toSeq'> => (u?.kind === 'merge' ? { shard: u.shard, fromSeq: u.fromSeq, toSeq: u.toSeq } : {});
 
-/** Generations sealed in this activation, per shard, with the bytes their demands reported. */
+/** Generations sealed in this activation, per shard, with their bytes (reported, or estimated from those reported). */
 function seals(a: Activation): NonNullable<DemandEntry['seals']> {
   const out: NonNullable<DemandEntry['seals']> = [];
   for (const s of a.after.shards) {
@@ -59,7 +59,13 @@ function seals(a: Activation): NonNullable<DemandEntry['seals']> {
     for (const e of a.events) {
       if (e.type === 'demand' && e.shard === s.shard && e.sealedThroughSeq > was && e.sealedThroughSeq <= s.sealedThroughSeq) reported.set(e.sealedThroughSeq, e.bytes ?? 0);
     }
-    out.push({ shard: s.shard, count: s.sealedThroughSeq - was, bytes: [...reported.values()].reduce((x, y) => x + y, 0) });
+    // A writer folds the seals of a burst into one demand that reports only the last
+    // generation's size, and a snapshot reports none: those seals count at the mean size
+    // of the ones reported here (0 when none was).
+    const count = s.sealedThroughSeq - was;
+    const sizes = [...reported.values()].filter((b) => b > 0);
+    const sum = sizes.reduce((x, y) => x + y, 0);
+    out.push({ shard: s.shard, count, bytes: sizes.length ? Math.round((sum / sizes.length) * count) : 0 });
   }
   return out;
 }

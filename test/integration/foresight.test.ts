@@ -13,6 +13,7 @@ import { eventually, startHarness, uniqueName, type Harness } from '../support/h
 import { expectMergedExactly } from '../support/expect-exact';
 import { Load } from '../support/load';
 import { sleep } from '../../src/util/sleep';
+import { policyDryRun } from '../../src/sim/dry-run';
 
 // A busy table on the real server (a hot merger on two shards, optimize and an index
 // kept built): its unit history with costs as `turnstile history` prints it, and its
@@ -28,9 +29,14 @@ const turnstile = (...args: string[]): Promise<{ code: number; stdout: string; s
     ),
   );
 
-/** The policy the busy table runs: optimize and index due often, waits bounded tightly so promotions happen. */
-export const BUSY_POLICY = {
+/**
+ * The policy the busy table runs: optimize and index due often, and merges may take every
+ * turn in a row, so the other kinds get in by promotion after maxTurnWaitSecs: waits of
+ * seconds, which the calibration must reproduce.
+ */
+const BUSY_POLICY = {
   periodSecs: { optimize: 5, index: 8, gc: 0 },
+  maxConsecutiveTurns: { merge: 1000 },
   maxTurnWaitSecs: { merge: 10, optimize: 4, index: 4 },
   softBacklog: 100_000,
   hardBacklog: 200_000,
@@ -108,4 +114,28 @@ test('the demand record holds every seal and turn of the busy minute in 10 s buc
   const maxWaitMs = Math.max(...record.buckets.map((b) => b.wait.optimize?.maxMs ?? 0));
   expect(maxWaitMs / 1000).toBeCloseTo(status.counters.maxTurnWaitSecs.optimize, 1);
   expect(record.buckets.length).toBeGreaterThanOrEqual(Math.floor(busy.loadMs / 10_000));
+});
+
+test('calibration: the simulator replaying the record under the policy that ran reproduces its turns and max waits', () => {
+  const { table, status, record } = busy;
+  const report = policyDryRun({ table, shards: status.shards.map((s) => s.shard), current: status.policy, proposed: status.policy, record, nowMs: Date.now(), hours: 1 });
+  expect(report).not.toBeNull();
+  const { observed, current } = report!;
+  const lines: string[] = [];
+  for (const k of ['merge', 'optimize', 'index'] as const) {
+    const simTurns = current.median.turns[k];
+    const simWait = current.median.maxWaitSecs[k] ?? 0;
+    const obsWait = observed.maxWaitSecs[k] ?? 0;
+    lines.push(`${k}: turns observed ${observed.turns[k]} simulated ${simTurns} (${current.runs.map((r) => r.turns[k]).join('/')}); max wait observed ${obsWait.toFixed(2)} s simulated ${simWait.toFixed(2)} s`);
+    // Turns: within 25% or 3 turns. The replay spreads each 10 s bucket's seals evenly,
+    // while the writer sealed them in a burst per shard pair: grouping of merges into one
+    // turn differs by a few; optimize and index turns follow periodSecs and the recorded
+    // share of preparations that found work, drawn per run.
+    expect(Math.abs(simTurns - observed.turns[k]), lines.at(-1)).toBeLessThanOrEqual(Math.max(3, 0.25 * observed.turns[k]));
+    // Max waits: within 2 s or half the observed. A max is one extreme draw of commit
+    // durations (recorded as count, sum, min and max per bucket), and a busy worker's
+    // scheduling latency (workflow and activity tasks) is not modelled.
+    expect(Math.abs(simWait - obsWait), lines.at(-1)).toBeLessThanOrEqual(Math.max(2, 0.5 * obsWait));
+  }
+  console.log(`calibration of ${table}:\n  ${lines.join('\n  ')}`);
 });
