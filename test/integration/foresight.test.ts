@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { PROJECT_ROOT } from '../../src/util/project-paths';
@@ -13,7 +14,7 @@ import { eventually, startHarness, uniqueName, type Harness } from '../support/h
 import { expectMergedExactly } from '../support/expect-exact';
 import { Load } from '../support/load';
 import { sleep } from '../../src/util/sleep';
-import { policyDryRun } from '../../src/sim/dry-run';
+import { policyDryRun, type DryRunReport } from '../../src/sim/dry-run';
 
 // A busy table on the real server (a hot merger on two shards, optimize and an index
 // kept built): its unit history with costs as `turnstile history` prints it, and its
@@ -138,4 +139,19 @@ test('calibration: the simulator replaying the record under the policy that ran 
     expect(Math.abs(simWait - obsWait), lines.at(-1)).toBeLessThanOrEqual(Math.max(2, 0.5 * obsWait));
   }
   console.log(`calibration of ${table}:\n  ${lines.join('\n  ')}`);
+});
+
+test('policy --dry-run on the busy table: a shorter optimize bound shows shorter optimize waits, and nothing changes', async () => {
+  const { table } = busy;
+  const file = path.join(h.dataRoot, `${table}-proposed.json`);
+  fs.writeFileSync(file, JSON.stringify({ maxTurnWaitSecs: { optimize: 1, index: 1 } }));
+  const before = (await h.tables.state(table)).policy;
+  const out = await turnstile('policy', table, '--set', file, '--dry-run', '--hours', '1');
+  console.log(out.stdout);
+  expect(out.code, out.stderr).toBe(0);
+  expect(out.stdout).toContain('maxTurnWaitSecs.optimize 4 -> 1');
+  const json = await turnstile('policy', table, '--set', file, '--dry-run', '--hours', '1', '--json');
+  const report = JSON.parse(json.stdout) as DryRunReport;
+  expect(report.proposed.median.maxWaitSecs.optimize!).toBeLessThan(report.current.median.maxWaitSecs.optimize! - 1.5);
+  expect((await h.tables.state(table)).policy).toEqual(before);
 });
