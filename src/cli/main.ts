@@ -45,8 +45,10 @@ async function main(argv: string[]): Promise<void> {
   }
   const unknown = unknownCommand(program, argv);
   if (unknown !== null) throw new UsageError(unknown);
+  // Commander's help command takes one name: `help table create` is `table create --help`.
+  const args = argv[0] === 'help' && argv.length > 2 ? [...argv.slice(1), '--help'] : argv;
   try {
-    await program.parseAsync(argv, { from: 'user' });
+    await program.parseAsync(args, { from: 'user' });
   } catch (e) {
     if (!(e instanceof CommanderError)) throw e;
     if (e.exitCode === 0) return; // --help, help COMMAND, --version

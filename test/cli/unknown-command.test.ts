@@ -62,6 +62,7 @@ describe('turnstile (the installed command)', () => {
       [['help', 'status'], 'turnstile status [options] <NAME>'],
       [['status', '--help'], 'turnstile status [options] <NAME>'],
       [['table', 'create', '--help'], 'turnstile table create [options] <NAME>'],
+      [['help', 'table', 'create'], 'turnstile table create [options] <NAME>'],
     ] as const) {
       const r = await run(...argv);
       expect({ code: r.code, stderr: r.stderr }, argv.join(' ')).toEqual({ code: 0, stderr: '' });
