@@ -54,6 +54,8 @@ test('top --once --json lists tables most backed-up first with turn, longest wai
   expect(ours[0]!.drain).toMatch(/^(never at current rates|measuring)/);
   expect(ours[0]!.longestWait?.unitId).toBe('merge/s0');
   expect(ours[1]).toMatchObject({ backlog: 0, etaSecs: 0, drain: 'drained', paused: false });
+  // Its merges wrote the sealed rows into the table: bytes written per byte sealed.
+  expect(ours[1]!.writeAmplification).toBeGreaterThan(0);
 
   const human = await turnstile('top', '--once');
   expect(human.code, human.stderr).toBe(0);
