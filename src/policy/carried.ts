@@ -161,6 +161,8 @@ const demandRecord = z.object({
         idlePrepares: perKindPartial(count),
         commit: perKindPartial(durations),
         wait: perKindPartial(durations),
+        backlogPeak: count.optional(),
+        pressurePeak: z.number().min(0).max(1).optional(),
       }),
     )
     .max(MAX_BUCKETS),

@@ -35,6 +35,9 @@ export interface DemandBucket {
   commit: Partial<PerKind<Durations>>;
   /** Turns granted, per kind: how long the unit had been commit-ready (the observed turn waits). */
   wait: Partial<PerKind<Durations>>;
+  /** Highest backlog (generations sealed, not merged) and write pressure seen in the bucket. */
+  backlogPeak?: number;
+  pressurePeak?: number;
 }
 
 export interface DemandRecord {
@@ -54,6 +57,9 @@ export interface DemandEntry {
   prepared?: { kind: Kind; ms: number; generations: number; needsCommit: boolean }[];
   turns?: { kind: Kind; heldMs: number }[];
   grants?: { kind: Kind; waitedMs: number }[];
+  /** The table after the activation: recorded with whatever else happened, not alone. */
+  backlog?: number;
+  writePressure?: number;
 }
 
 const emptyBucket = (startMs: number): DemandBucket => ({
@@ -99,8 +105,14 @@ export function mergeBuckets(a: DemandBucket, b: DemandBucket): DemandBucket {
     idlePrepares: perKindMerge(a.idlePrepares, b.idlePrepares, addCounts),
     commit: perKindMerge(a.commit, b.commit, mergeDurations),
     wait: perKindMerge(a.wait, b.wait, mergeDurations),
+    ...peaks(a, b),
   };
 }
+
+const peaks = (a: Pick<DemandBucket, 'backlogPeak' | 'pressurePeak'>, b: Pick<DemandBucket, 'backlogPeak' | 'pressurePeak'>): Pick<DemandBucket, 'backlogPeak' | 'pressurePeak'> => ({
+  ...(a.backlogPeak !== undefined || b.backlogPeak !== undefined ? { backlogPeak: Math.max(a.backlogPeak ?? 0, b.backlogPeak ?? 0) } : {}),
+  ...(a.pressurePeak !== undefined || b.pressurePeak !== undefined ? { pressurePeak: Math.max(a.pressurePeak ?? 0, b.pressurePeak ?? 0) } : {}),
+});
 
 const isEmpty = (e: DemandEntry): boolean => !e.seals?.length && !e.prepared?.length && !e.turns?.length && !e.grants?.length;
 
@@ -124,6 +136,7 @@ export function recordDemand(rec: DemandRecord, entry: DemandEntry, nowMs: numbe
   }
   for (const t of entry.turns ?? []) b.commit[t.kind] = addDuration(b.commit[t.kind], t.heldMs);
   for (const g of entry.grants ?? []) b.wait[g.kind] = addDuration(b.wait[g.kind], g.waitedMs);
+  b = { ...b, ...peaks(b, { backlogPeak: entry.backlog, pressurePeak: entry.writePressure }) };
   const kept = (fresh ? rec.buckets : rec.buckets.slice(0, -1)).filter((x) => x.endMs > nowMs - MAX_AGE_MS);
   return { buckets: thin([...kept, b]) };
 }

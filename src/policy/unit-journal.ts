@@ -1,3 +1,4 @@
+import { backlogOf } from './pressure';
 import { recordDemand, type DemandEntry, type DemandRecord } from './demand-record';
 import { addCosts, recordUnits, type UnitHistory, type UnitHistoryEntry, type UnitOutcome } from './unit-history';
 import type { UnitCost } from './unit-results';
@@ -103,7 +104,7 @@ export function journalActivation(j: Journal, a: Activation): Journal {
   const unitBefore = (id: string) => a.before.units.find((u) => u.id === id);
   const stillWaiting = (id: string) => a.after.units.some((u) => u.id === id && u.state !== 'preparing');
   const ended: UnitHistoryEntry[] = [];
-  const demand: Required<DemandEntry> = { seals: seals(a), prepared: [], turns: [], grants: [] };
+  const demand: Required<Omit<DemandEntry, 'backlog' | 'writePressure'>> = { seals: seals(a), prepared: [], turns: [], grants: [] };
   const shadow = a.after.adopted?.mode === 'shadow';
 
   // A turn ends: its entry carries the preparation costs of the lead and its riders.
@@ -182,6 +183,6 @@ export function journalActivation(j: Journal, a: Activation): Journal {
   return {
     running,
     history: recordUnits(j.history, ended, sealedBytes),
-    demand: recordDemand(j.demand, demand, a.nowMs),
+    demand: recordDemand(j.demand, { ...demand, backlog: backlogOf(a.after), writePressure: a.after.writePressure }, a.nowMs),
   };
 }

@@ -82,12 +82,21 @@ export interface Observed {
   /** null: no turn of that kind. */
   maxWaitSecs: PerKind<number | null>;
   meanWaitSecs: PerKind<number | null>;
+  /** Highest backlog and write pressure the table had; null: not in the record (releases before it kept them). */
+  backlogPeak: number | null;
+  writePressurePeak: number | null;
 }
 
 export function observedIn(w: ReplayWindow): Observed {
   const per = <T>(f: (k: (typeof KINDS)[number]) => T): PerKind<T> => Object.fromEntries(KINDS.map((k) => [k, f(k)])) as PerKind<T>;
   const waits = per((k) => w.buckets.map((b) => b.wait[k]).filter((d) => d !== undefined && d.n > 0));
+  const peak = (f: (b: ReplayWindow['buckets'][number]) => number | undefined): number | null => {
+    const v = w.buckets.map(f).filter((x): x is number => x !== undefined);
+    return v.length ? Math.max(...v) : null;
+  };
   return {
+    backlogPeak: peak((b) => b.backlogPeak),
+    writePressurePeak: peak((b) => b.pressurePeak),
     turns: per((k) => waits[k].reduce((s, d) => s + d!.n, 0)),
     maxWaitSecs: per((k) => (waits[k].length ? Math.max(...waits[k].map((d) => d!.maxMs)) / 1000 : null)),
     meanWaitSecs: per((k) => {

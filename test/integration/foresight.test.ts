@@ -150,7 +150,12 @@ test('calibration: the simulator replaying the record under the policy that ran 
     // scheduling latency (workflow and activity tasks) is not modelled.
     expect(Math.abs(simWait - obsWait), lines.at(-1)).toBeLessThanOrEqual(Math.max(2, 0.5 * obsWait));
   }
+  const obsBacklog = observed.backlogPeak ?? 0;
+  lines.push(`backlog peak: observed ${obsBacklog} simulated ${current.median.backlogPeak} (${current.runs.map((r) => r.backlogPeak).join('/')})`);
   console.log(`calibration of ${table}:\n  ${lines.join('\n  ')}`);
+  // The peak is one moment: within 10 generations or half of it (the replay's seals are spread evenly within 10 s).
+  expect(obsBacklog).toBeGreaterThan(0);
+  expect(Math.abs(current.median.backlogPeak - obsBacklog), lines.at(-1)).toBeLessThanOrEqual(Math.max(10, 0.5 * obsBacklog));
 });
 
 test('policy --dry-run on the busy table: a shorter optimize bound shows shorter optimize waits, and nothing changes', async () => {

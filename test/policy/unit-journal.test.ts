@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { KINDS, type Unit } from '../../src/policy/types';
+import { backlogOf } from '../../src/policy/pressure';
 import { emptyDemandRecord, MAX_BUCKETS, recordDemand, BUCKET_MS } from '../../src/policy/demand-record';
 import { emptyHistory, MAX_ENTRIES, writeAmplification } from '../../src/policy/unit-history';
 import { journalActivation, type Journal } from '../../src/policy/unit-journal';
@@ -13,17 +14,19 @@ import { durationsArb, policyArb, yieldToRunner, simPolicy } from './helpers';
 const COST = { bytesRead: 10, bytesWritten: 7, cpuMs: 1 };
 
 /** Runs the simulator, feeding every step to the journal as the shell does per activation. */
-function journalled(cfg: SimConfig): { journal: Journal; sim: ReturnType<typeof runSimulation> } {
+function journalled(cfg: SimConfig): { journal: Journal; sim: ReturnType<typeof runSimulation>; backlogPeak: number } {
   let journal: Journal = { running: {}, history: emptyHistory(0), demand: emptyDemandRecord() };
+  let backlogPeak = 0;
   const sim = runSimulation({
     ...cfg,
     onStep: ({ nowMs, event, before, after, decisions }) => {
       // Every activity reports the same cost, and every seal 100 bytes, so totals are countable.
       const ev = event.type === 'prepared' || event.type === 'committed' || event.type === 'commitFailed' ? { ...event, cost: COST } : event.type === 'demand' ? { ...event, bytes: 100 } : event;
       journal = journalActivation(journal, { before, after, events: [ev], decisions, nowMs, reservedBytes: (u: Unit, r: readonly Unit[]) => 1 + r.length });
+      backlogPeak = Math.max(backlogPeak, backlogOf(after));
     },
   });
-  return { journal, sim };
+  return { journal, sim, backlogPeak };
 }
 
 const busy = (seed: number): SimConfig => ({
@@ -40,7 +43,10 @@ const busy = (seed: number): SimConfig => ({
 
 describe('the unit journal', () => {
   it('counts the turns the core counted, with the waits it measured, and the seals the store holds', () => {
-    const { journal, sim } = journalled(busy(3));
+    const { journal, sim, backlogPeak } = journalled(busy(3));
+    // The backlog rises only with seals, which are recorded: its peak is in the record.
+    expect(Math.max(...journal.demand.buckets.map((b) => b.backlogPeak ?? 0))).toBe(backlogPeak);
+    expect(backlogPeak).toBeGreaterThan(0);
     const turns = sim.state.counters.turns;
     for (const k of KINDS) {
       const waits = journal.demand.buckets.map((b) => b.wait[k]).filter((d) => d !== undefined);
@@ -120,6 +126,7 @@ describe('the demand record', () => {
     expect(r.buckets.reduce((s, b) => s + b.seals, 0)).toBe(n);
     expect(r.buckets.reduce((s, b) => s + b.sealedBytes, 0)).toBe(3 * n);
     expect(Math.max(...r.buckets.map((b) => b.wait.merge!.maxMs))).toBe(n - 1);
+    expect(r.buckets[0]!.backlogPeak).toBeUndefined();
     const last = r.buckets[r.buckets.length - 1]!;
     expect(last.endMs - last.startMs).toBe(BUCKET_MS);
     for (let i = 1; i < r.buckets.length; i++) expect(r.buckets[i]!.startMs).toBe(r.buckets[i - 1]!.endMs);
