@@ -133,7 +133,8 @@ export function statusView(state: TableState, nowMs: number): StatusView {
       .filter((u) => u.state === 'preparing')
       .map((u) => ({ unitId: u.id, kind: u.kind, reservedBytes: u.reservedBytes, phase: null })),
     queue: [...queuedReasons(state, nowMs), ...blockedCreations(state, nowMs)],
-    counters: { ...c, turns: { ...c.turns }, maxTurnWaitSecs: { ...c.maxTurnWaitSecs }, rejectedSignals: c.rejectedSignals ?? 0 },
+    // An adopted table's lost races count from 0 (the state keeps the counter only once one happened).
+    counters: { ...c, turns: { ...c.turns }, maxTurnWaitSecs: { ...c.maxTurnWaitSecs }, rejectedSignals: c.rejectedSignals ?? 0, ...(state.adopted ? { commitConflicts: c.commitConflicts ?? 0 } : {}) },
     snapshot: {
       everySecs: state.snapshotEverySecs,
       running: state.snapshotInFlight,

@@ -1,3 +1,4 @@
+import { statusView } from '../../src/policy/status';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { applyOverride, ADOPTED_POLICY, defaultPolicy } from '../../src/config/policy-schema';
@@ -289,6 +290,8 @@ describe('shadow mode in the core', () => {
       expect(d.state.turn?.unitId).toBe('optimize');
     };
     expect(d.state.counters.commitConflicts).toBeUndefined();
+    // status counts them from 0, so a dashboard or script sees a number before the first race.
+    expect(statusView(d.state, 0).counters.commitConflicts).toBe(0);
     grantOptimize(d.state.dueAtMs.optimize);
     d.send({ type: 'commitFailed', unitId: 'optimize', error: 'commit conflict: lost 3 races', retryable: true, stalled: false, conflicts: 3 });
     expect(d.state.counters.commitConflicts).toBe(3);
