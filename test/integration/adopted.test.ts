@@ -26,9 +26,15 @@ import { createOutsideTable, KEY, openOutsideTable, verifyOutside } from '../sup
 const PendingActivityState = temporal.api.enums.v1.PendingActivityState;
 
 const INITIAL_ROWS = 3000;
-const WRITERS = 3;
 /** Per writer: 2 batches a second of 50 rows, a fifth of them updates of the writer's own earlier keys. */
-const WRITE = { batch: 50, updateShare: 0.2, rate: 2 };
+const LOAD: Record<StorageKind, { writers: number; batch: number; updateShare: number; rate: number }> = {
+  fs: { writers: 3, batch: 50, updateShare: 0.2, rate: 2 },
+  // On S3 with other suites on the cores a compaction takes ~10 s, and an outside update
+  // committed meanwhile preempts it: at 1.2 updates a second it lost every race (a known
+  // limit, docs/operations.md "Adopted tables"). Fewer updates keep the test about the
+  // mechanics on S3: about one update per attempt, eight attempts per commit.
+  s3: { writers: 2, batch: 50, updateShare: 0.05, rate: 1 },
+};
 /**
  * Quick enough for a test: looked at every second, compaction at most every 2 s once 16
  * small fragments are there, versions older than 30 s pruned once 5 are. A worker killed
@@ -140,7 +146,7 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
     const watcher = new TableWatcher(tbl);
     const handle = h.tables.handle(name);
     try {
-      writers = await startWriters({ uri, logDir, writers: WRITERS, ...WRITE });
+      writers = await startWriters({ uri, logDir, ...LOAD[storage] });
       writers.go();
       const shadowFromVersion = await tbl.version();
       watcher.start('shadow');
@@ -233,12 +239,12 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
       const beforeSwitch = watcher.between(0, switchAt).at(-1)!.fragments;
       const activeMin = Math.min(...watcher.between(switchAt, activeEnd).map((s) => s.fragments));
       // Once the backlog of shadow mode is compacted, the writers add at most
-      // WRITERS * WRITE.rate fragments a second (each mergeInsert adds one) and a
+      // writers * rate fragments a second (each mergeInsert adds one) and a
       // compaction comes at most periodSecs.optimize after the look that found 16 small
       // ones, itself at most snapshotIntervalSecs late, and takes up to COMMIT_SLACK_SECS:
       // at most that many seconds' fragments on top of the threshold, plus the compacted
-      // fragments themselves: 16 + 6/s * (2 + 1 + 10) s + 2 = 96.
-      const bound = POLICY.compactAtSmallFragments + WRITERS * WRITE.rate * horizonSecs + 2;
+      // fragments themselves: on fs 16 + 6/s * (2 + 1 + 10) s + 2 = 96.
+      const bound = POLICY.compactAtSmallFragments + LOAD[storage].writers * LOAD[storage].rate * horizonSecs + 2;
       const settled = watcher.between(settledFrom, activeEnd);
       const activeMax = Math.max(...settled.map((s) => s.fragments));
       const conflicts = status.counters.commitConflicts;
