@@ -135,8 +135,9 @@ test('calibration: the simulator replaying the record under the policy that ran 
   expect(report).not.toBeNull();
   const { observed, current } = report!;
   const lines: string[] = [];
-  // A waiter past its bound still waits for the holder's commit to end: the longest
-  // commit recorded is how far one unlucky draw can move a max wait on a loaded machine.
+  // A waiter past its bound still waits for the holder's commit, and for one other unit
+  // past its bound granted first (optimize and index share a bound here): two longest
+  // recorded commits are how far unlucky draws can move a max wait on a loaded machine.
   const longestCommitSecs = Math.max(0, ...record.buckets.flatMap((b) => Object.values(b.commit).map((d) => d.maxMs))) / 1000;
   for (const k of ['merge', 'optimize', 'index'] as const) {
     const simTurns = current.median.turns[k];
@@ -148,10 +149,10 @@ test('calibration: the simulator replaying the record under the policy that ran 
     // turn differs by a few; optimize and index turns follow periodSecs and the recorded
     // share of preparations that found work, drawn per run.
     expect(Math.abs(simTurns - observed.turns[k]), lines.at(-1)).toBeLessThanOrEqual(Math.max(3, 0.25 * observed.turns[k]));
-    // Max waits: within 2 s, half the observed, or one longest commit. A max is one
+    // Max waits: within 2 s, half the observed, or two longest commits. A max is one
     // extreme draw of commit durations (recorded as count, sum, min and max per bucket),
     // and a busy worker's scheduling latency (workflow and activity tasks) is not modelled.
-    expect(Math.abs(simWait - obsWait), lines.at(-1)).toBeLessThanOrEqual(Math.max(2, 0.5 * obsWait, longestCommitSecs + 1));
+    expect(Math.abs(simWait - obsWait), lines.at(-1)).toBeLessThanOrEqual(Math.max(2, 0.5 * obsWait, 2 * longestCommitSecs + 1));
   }
   const obsBacklog = observed.backlogPeak ?? 0;
   lines.push(`backlog peak: observed ${obsBacklog} simulated ${current.median.backlogPeak} (${current.runs.map((r) => r.backlogPeak).join('/')})`);
