@@ -10,7 +10,7 @@ import { int, str, type Parsed } from './args';
 import { UsageError } from '../messages/errors';
 import { readCheckedConfig } from './context';
 import { runDemo } from './demo';
-import { installWorkerRuntime, versioned, workerOptionsOf } from './worker';
+import { installWorkerRuntime, sweeperOf, versioned, workerOptionsOf } from './worker';
 import { carryPreviousReleases, type DevWorker } from './dev-releases';
 import { connectClient } from '../client/connect';
 import { clientEnv, exportLines } from './client-exports';
@@ -76,7 +76,9 @@ export async function dev(p: Parsed): Promise<void> {
       identity: `turnstile-dev-${process.pid}-${i}`,
       memoryBudgetBytes: budget,
     });
+    const sweeper = sweeperOf(config, created.identity);
     const w = { worker: created.worker, run: created.worker.run(), close: async () => {
+      await sweeper.stop();
       await created.unregister();
       await created.connection.close();
     } };

@@ -1,9 +1,11 @@
 import path from 'node:path';
+import type { Client } from '@temporalio/client';
 import type { Config } from '../config/config-schema';
 import { formatBytes } from '../config/bytes';
 import { createWorker, workflowBundleSource, type WorkerOptions } from '../worker/create-worker';
 import { defaultBudgetBytes } from '../worker/fleet-memory';
 import { installRuntime } from '../worker/runtime';
+import { startStoreSweeper } from '../worker/store-sweeper';
 import { type Parsed } from './args';
 import { readCheckedConfig } from './context';
 
@@ -33,6 +35,26 @@ export function workerOptionsOf(config: Config): Pick<WorkerOptions, 'deps' | 'm
   };
 }
 
+/** The store sweep beside a worker (worker.sweepSecs; 0: none); stop() before the process ends. */
+export function sweeperOf(config: Config, identity: string): { stop(): Promise<void> } {
+  if (config.worker.sweepSecs === 0) return { stop: async () => undefined };
+  let client: Promise<Client> | undefined;
+  const sweeper = startStoreSweeper({
+    dataRoot: config.dataRoot,
+    taskQueue: config.temporal.taskQueue,
+    identity,
+    everySecs: config.worker.sweepSecs,
+    client: () => (client ??= import('../client/connect').then(({ connectClient }) => connectClient(config.temporal))),
+    log: (line) => console.log(line),
+  });
+  return {
+    async stop() {
+      await sweeper.stop();
+      if (client) await (await client).connection.close();
+    },
+  };
+}
+
 /** `turnstile worker`: one stateless worker against TEMPORAL_ADDRESS; scale by running more. */
 export async function worker(_p: Parsed): Promise<void> {
   const config = await readCheckedConfig();
@@ -51,9 +73,11 @@ export async function worker(_p: Parsed): Promise<void> {
   // The SDK's worker shuts down gracefully on SIGINT/SIGTERM by itself: it stops polling
   // and lets running activities finish for worker.shutdownGraceSecs.
   const running = worker.run();
+  const sweeper = sweeperOf(config, identity);
   try {
     await Promise.all([running, versioned(config) ? reportRouting(config, buildId) : undefined]);
   } finally {
+    await sweeper.stop();
     await unregister();
     await connection.close();
   }

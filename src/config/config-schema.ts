@@ -26,6 +26,10 @@ export const configSchema = z
         maxConcurrentActivities: z.number().int().min(1, { message: 'must be an integer in [1, 256]' }).max(256, { message: 'must be an integer in [1, 256]' }).default(DEFAULT_ACTIVITY_SLOTS),
         shutdownGraceSecs: z.number().int().min(0, { message: 'must be an integer in [0, 600]' }).max(600, { message: 'must be an integer in [0, 600]' }).default(30),
         prepareCheckpointSecs: z.number().min(0, { message: 'must be a number in [0, 3600]' }).max(3600, { message: 'must be a number in [0, 3600]' }).default(10),
+        // The fleet's store sweep (src/worker/store-sweeper.ts); 0: none, the tables' own scans alone.
+        sweepSecs: z
+          .preprocess((v) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v), z.number({ invalid_type_error: 'must be an integer in [0, 86400] (env TURNSTILE_SWEEP_SECS)' }).int({ message: 'must be an integer in [0, 86400]' }).min(0, { message: 'must be an integer in [0, 86400]' }).max(86400, { message: 'must be an integer in [0, 86400]' }))
+          .default(120),
         // Absent: one fewer than the cores, at most 4, none on two cores or fewer (resolved where the worker starts: os is not pure). 0: on the worker's own thread.
         dedupThreads: z
           .preprocess((v) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v), z.number({ invalid_type_error: 'must be an integer in [0, 16] (env TURNSTILE_DEDUP_THREADS)' }).int({ message: 'must be an integer in [0, 16]' }).min(0, { message: 'must be an integer in [0, 16]' }).max(16, { message: 'must be an integer in [0, 16]' }))
@@ -60,7 +64,7 @@ export const configSchema = z
 export interface Config {
   temporal: { address: string; namespace: string; taskQueue: string; deploymentName: string };
   dataRoot: string;
-  worker: { maxConcurrentActivities: number; shutdownGraceSecs: number; prepareCheckpointSecs: number; dedupThreads?: number | undefined; workflowStackTraces: boolean; metricsAddress: string; memoryBudgetBytes?: number | undefined; workflowBundle?: string | undefined };
+  worker: { maxConcurrentActivities: number; shutdownGraceSecs: number; prepareCheckpointSecs: number; sweepSecs: number; dedupThreads?: number | undefined; workflowStackTraces: boolean; metricsAddress: string; memoryBudgetBytes?: number | undefined; workflowBundle?: string | undefined };
   policy: Policy;
 }
 
@@ -75,6 +79,7 @@ export const ENV_KEYS: Record<string, string[]> = {
   TURNSTILE_METRICS_ADDRESS: ['worker', 'metricsAddress'],
   TURNSTILE_WORKER_MEMORY: ['worker', 'memoryBudgetBytes'],
   TURNSTILE_DEDUP_THREADS: ['worker', 'dedupThreads'],
+  TURNSTILE_SWEEP_SECS: ['worker', 'sweepSecs'],
   TURNSTILE_WORKFLOW_STACK_TRACES: ['worker', 'workflowStackTraces'],
 };
 

@@ -19,7 +19,7 @@ export function simPolicy(overrides: Partial<Policy> = {}): Policy {
     maxConcurrentPreparations: 4,
     directMergeMaxBytes: 1_048_576,
     snapshotIntervalSecs: 60,
-    snapshotMaxIntervalSecs: 900,
+    snapshotMaxIntervalSecs: 21_600,
     periodSecs: { optimize: 300, index: 600, gc: 900 },
     periodicWhenIdle: false,
     retentionSecs: 86_400,

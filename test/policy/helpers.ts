@@ -9,7 +9,7 @@ export { simPolicy };
 
 /** A table in a quiet state: periodic kinds off, the first snapshot already done. */
 export function quietTable(overrides: Partial<Policy> = {}, shards = ['s0', 's1'], nowMs = 0): TableState {
-  const policy = simPolicy({ periodSecs: { optimize: 0, index: 0, gc: 0 }, snapshotIntervalSecs: 3600, ...overrides });
+  const policy = simPolicy({ periodSecs: { optimize: 0, index: 0, gc: 0 }, snapshotIntervalSecs: 3600, snapshotMaxIntervalSecs: 900, ...overrides });
   const s = initialState({ table: 't', key: 'id', shards, policy, nowMs });
   // Takes the initial snapshot out of the way so tests see only what they cause.
   const a = step(s, { type: 'timer' }, nowMs).state;

@@ -7,7 +7,8 @@ import { committed, demand, Driver, prepared, prepares, simPolicy, wakeAts } fro
 // simulated runs (lost-signal bound, idle cost) are in idle-properties.test.ts.
 
 const MIN = 60_000;
-const fresh = (overrides: Partial<Policy> = {}): Driver => new Driver(initialState({ table: 't', key: 'id', shards: ['s0', 's1'], policy: simPolicy(overrides), nowMs: 0 }));
+// The mechanism at a 15 min max; the default (6 h) only stretches the same doubling.
+const fresh = (overrides: Partial<Policy> = {}): Driver => new Driver(initialState({ table: 't', key: 'id', shards: ['s0', 's1'], policy: simPolicy({ snapshotMaxIntervalSecs: 900, ...overrides }), nowMs: 0 }));
 
 const snapshots = (ds: Decision[]) => ds.filter((d) => d.type === 'snapshot').length;
 const commitsOf = (ds: Decision[]) => ds.flatMap((d) => (d.type === 'commit' ? [d.unit.id] : []));
@@ -34,6 +35,22 @@ describe('adaptive snapshot period', () => {
     expect(d.decisions.filter((x) => x.type === 'prepare')).toEqual([]);
   });
 
+  it('a demand the table already knew (a redelivery, the store sweep) leaves the period as it is', () => {
+    const d = fresh();
+    d.send({ type: 'timer' });
+    idleUntil(d, 20 * MIN);
+    d.at(20 * MIN).send(demand('s0', 1));
+    d.send({ type: 'prepareFailed', unitId: 'merge/s0', error: 'x', retryable: false, stalled: false });
+    const seen = [{ shard: 's0', sealedThroughSeq: 1, revision: 1 }];
+    idleUntil(d, 60 * MIN, seen);
+    const due = d.state.dueAtMs.snapshot;
+    d.at(61 * MIN).send(demand('s0', 1));
+    expect(d.state.dueAtMs.snapshot).toBe(due);
+    expect(d.state.activityAtMs).toBe(20 * MIN);
+    d.at(62 * MIN).send(demand('s0', 2));
+    expect(d.state.dueAtMs.snapshot).toBe(63 * MIN);
+  });
+
   it('a demand brings it back to snapshotIntervalSecs, then it doubles up to the max', () => {
     const d = fresh();
     d.send({ type: 'timer' });
@@ -50,7 +67,7 @@ describe('adaptive snapshot period', () => {
   it('a demand whose merge commits in the same instant leaves the next snapshot to that commit: its scan reschedules it, anything else pulls it in', () => {
     // One shard; demands reporting a small size merge directly, granted in the demand's step.
     const quiet = (): Driver => {
-      const d = new Driver(initialState({ table: 't', key: 'id', shards: ['s0'], policy: simPolicy(), nowMs: 0 }));
+      const d = new Driver(initialState({ table: 't', key: 'id', shards: ['s0'], policy: simPolicy({ snapshotMaxIntervalSecs: 900 }), nowMs: 0 }));
       d.send({ type: 'timer' });
       d.send({ type: 'snapshot', revision: 0, shards: [] });
       expect(d.state.dueAtMs.snapshot).toBe(15 * MIN);
@@ -85,7 +102,7 @@ describe('adaptive snapshot period', () => {
 
     // A commit that ends without a scan and hands the turn straight to the next merge
     // (another shard's, waiting since the same instant) does not keep deferring it.
-    const c = new Driver(initialState({ table: 't', key: 'id', shards: ['s0', 's1'], policy: simPolicy(), nowMs: 0 }));
+    const c = new Driver(initialState({ table: 't', key: 'id', shards: ['s0', 's1'], policy: simPolicy({ snapshotMaxIntervalSecs: 900 }), nowMs: 0 }));
     c.send({ type: 'timer' });
     c.send({ type: 'snapshot', revision: 0, shards: [] });
     c.at(5 * MIN).send(small(1));
