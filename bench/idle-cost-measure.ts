@@ -2,11 +2,15 @@ import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { connectClient } from '../src/client/connect';
 import { TableClient } from '../src/client/table-client';
-import { workflowArgsFor } from '../src/client/table-writer';
+import { DEFAULT_SWEEP_SECS } from '../src/config/config-schema';
 import type { PolicyOverride } from '../src/config/policy-schema';
 import { shardNames, workflowIdForTable } from '../src/messages/names';
 import { createTableMeta } from '../src/storage/generation-store';
+import { MergeWaiter } from '../src/client/merge-waiter';
+import { TableWriter, workflowArgsFor } from '../src/client/table-writer';
 import { createWorker } from '../src/worker/create-worker';
+import { startStoreSweeper } from '../src/worker/store-sweeper';
+import { generateRows } from '../src/writer';
 
 // What idle tables cost the Temporal server, measured from their real histories: N
 // tables per mode, created at once, nobody writes to them; after the run every
@@ -22,6 +26,8 @@ export interface Mode {
   /** What it stands for, printed with the results. */
   label: string;
   policy: PolicyOverride;
+  /** Seal one generation right after creation, and count from its merge. */
+  writeOnce?: boolean;
 }
 
 export const MODES: readonly Mode[] = [
@@ -29,6 +35,9 @@ export const MODES: readonly Mode[] = [
   // and gc prepared every period whether or not anything changed.
   { name: 'before', label: 'fixed 60 s scan, periodic kinds always due', policy: { snapshotMaxIntervalSecs: 60, periodicWhenIdle: true } },
   { name: 'after', label: 'defaults', policy: {} },
+  // A tenant's table written once and idle since: the scans that look for lost signals
+  // after activity back off from snapshotIntervalSecs to snapshotMaxIntervalSecs.
+  { name: 'written', label: 'defaults, one generation sealed and merged at creation', policy: {}, writeOnce: true },
 ];
 
 export interface ModeReport {
@@ -77,7 +86,7 @@ const ms = (t: { seconds?: unknown; nanos?: number | null } | null | undefined):
   t ? Number(t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6) : 0;
 
 /** One workflow's history events up to `untilMs`. */
-async function countHistory(client: Client, workflowId: string, untilMs: number): Promise<Counted> {
+async function countHistory(client: Client, workflowId: string, untilMs: number, idleAfterMs = 0): Promise<Counted> {
   const history = await client.workflow.getHandle(workflowId).fetchHistory();
   const events = (history.events ?? []).filter((e) => ms(e.eventTime) <= untilMs);
   const c: Counted = { startedAtMs: ms(events[0]?.eventTime), events: events.length, workflowTasks: 0, timers: 0, activities: {}, idleFromMs: null, idleEvents: 0, idleWorkflowTasks: 0 };
@@ -86,13 +95,13 @@ async function countHistory(client: Client, workflowId: string, untilMs: number)
   // are recorded after it completed; idle cost starts with the first timer firing.
   let woken = false;
   for (const e of events) {
-    if (c.idleFromMs !== null && e.eventType === E.EVENT_TYPE_TIMER_FIRED) woken = true;
+    if (c.idleFromMs !== null && e.eventType === E.EVENT_TYPE_TIMER_FIRED && ms(e.eventTime) > idleAfterMs) woken = true;
     if (woken) {
       c.idleEvents++;
       if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_STARTED) c.idleWorkflowTasks++;
     }
     if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) scanDone = true;
-    if (scanDone && c.idleFromMs === null && e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) c.idleFromMs = ms(e.eventTime);
+    if (scanDone && c.idleFromMs === null && e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED && ms(e.eventTime) > idleAfterMs) c.idleFromMs = ms(e.eventTime);
     if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_STARTED) c.workflowTasks++;
     else if (e.eventType === E.EVENT_TYPE_TIMER_STARTED) c.timers++;
     else if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) {
@@ -136,6 +145,8 @@ export interface MeasureOptions {
   taskQueue: string;
   tablesPerMode: number;
   seconds: number;
+  /** The store sweep's period (default worker.sweepSecs' default); 0: none. */
+  sweepSecs?: number;
   modes?: readonly Mode[];
   log?: (line: string) => void;
 }
@@ -146,17 +157,31 @@ export async function measureIdleCost(opts: MeasureOptions): Promise<IdleCostRep
   const modes = opts.modes ?? MODES;
   const log = opts.log ?? (() => undefined);
   const client = await connectClient({ address: opts.address, namespace });
-  const { worker, connection } = await createWorker({ address: opts.address, namespace, taskQueue: opts.taskQueue, deps: { dataRoot: opts.dataRoot }, shutdownGraceSecs: 2 });
+  // With a memory budget, so it is in the registry the store sweep elects its sweeper from.
+  const created = await createWorker({ address: opts.address, namespace, taskQueue: opts.taskQueue, deps: { dataRoot: opts.dataRoot }, shutdownGraceSecs: 2, memoryBudgetBytes: 2 ** 31 });
+  const { worker, connection } = created;
   const running = worker.run();
+  // The store sweep every worker process runs (worker.sweepSecs): part of what idle tables cost.
+  const sweeper = opts.sweepSecs === 0 ? null : startStoreSweeper({ dataRoot: opts.dataRoot, taskQueue: opts.taskQueue, identity: created.identity, everySecs: opts.sweepSecs ?? DEFAULT_SWEEP_SECS, client: async () => client, log });
   const ids = new Map<string, string[]>(modes.map((m) => [m.name, []]));
+  const mergedAt = new Map<string, number>();
   try {
     const tables = new TableClient(client, opts.taskQueue);
-    // Interleaved, so both modes see the same server load at the same time.
+    const waiter = new MergeWaiter(client);
+    // Interleaved, so every mode sees the same server load at the same time.
     for (let i = 0; i < opts.tablesPerMode; i++) {
       for (const m of modes) {
         const meta = await createTableMeta(opts.dataRoot, { name: `idle-${m.name}-${i}-${process.pid}`, key: 'id', shards: shardNames(2), indices: [] });
         await tables.start({ ...workflowArgsFor(meta), policy: m.policy });
         ids.get(m.name)!.push(workflowIdForTable(meta.name));
+        if (m.writeOnce) {
+          const writer = await TableWriter.open(tables, opts.dataRoot, meta.name);
+          const shard = meta.shards[0]!;
+          const { seq } = await writer.write(shard, generateRows({ keys: [0, 999], count: 100, shard, shards: meta.shards, seed: i }));
+          await writer.close();
+          await waiter.wait(meta.name, shard, seq);
+          mergedAt.set(workflowIdForTable(meta.name), Date.now());
+        }
       }
     }
     log(`${opts.tablesPerMode} tables per mode started; idle for ${opts.seconds} s`);
@@ -168,42 +193,46 @@ export async function measureIdleCost(opts: MeasureOptions): Promise<IdleCostRep
     const reports: ModeReport[] = [];
     for (const m of modes) {
       const counted: Counted[] = [];
-      for (const id of ids.get(m.name)!) counted.push(await countHistory(client, id, endMs));
+      for (const id of ids.get(m.name)!) counted.push(await countHistory(client, id, endMs, mergedAt.get(id)));
       reports.push(summarize(m, ids.get(m.name)!, counted, endMs));
     }
     return { seconds: opts.seconds, endMs, tablesPerMode: opts.tablesPerMode, modes: reports };
   } finally {
     // On a server the bench did not start, the workflows would otherwise run on forever.
     for (const id of [...ids.values()].flat()) await client.workflow.getHandle(id).terminate('idle-cost benchmark done').catch(() => undefined);
+    await sweeper?.stop();
     worker.shutdown();
     await running.catch((e: unknown) => log(`worker: ${String(e)}`));
+    await created.unregister();
     await connection.close();
     await client.connection.close();
   }
 }
 
-/** The side-by-side table the bench prints. */
+/** The side-by-side table the bench prints: a column per mode, the first two's ratio. */
 export function formatReport(r: IdleCostReport): string {
-  const [a, b] = r.modes;
+  const ms = r.modes;
+  const [a, b] = ms;
   if (!a || !b) return JSON.stringify(r);
   const f = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : String(n));
   const per = (m: ModeReport, n: number) => f(n / m.tableHours);
-  const kinds = [...new Set([...Object.keys(a.activities), ...Object.keys(b.activities)])].sort();
-  const rows: [string, string, string, string][] = [
-    ['per table-hour', a.mode, b.mode, `${a.mode} / ${b.mode}`],
-    ['history events', f(a.perTableHour.events), f(b.perTableHour.events), `${f(a.perTableHour.events / b.perTableHour.events)}x`],
-    ['workflow tasks', f(a.perTableHour.workflowTasks), f(b.perTableHour.workflowTasks), `${f(a.perTableHour.workflowTasks / b.perTableHour.workflowTasks)}x`],
-    ['history events, after creation', f(a.idle.perTableHour.events), f(b.idle.perTableHour.events), ''],
-    ['workflow tasks, after creation', f(a.idle.perTableHour.workflowTasks), f(b.idle.perTableHour.workflowTasks), ''],
-    ['timers started', per(a, a.timers), per(b, b.timers), ''],
-    ...kinds.map((k): [string, string, string, string] => [`activity ${k}`, per(a, a.activities[k] ?? 0), per(b, b.activities[k] ?? 0), '']),
+  const kinds = [...new Set(ms.flatMap((m) => Object.keys(m.activities)))].sort();
+  const row = (name: string, v: (m: ModeReport) => string, ratio = ''): string[] => [name, ...ms.map(v), ratio];
+  const rows: string[][] = [
+    ['per table-hour', ...ms.map((m) => m.mode), `${a.mode} / ${b.mode}`],
+    row('history events', (m) => f(m.perTableHour.events), `${f(a.perTableHour.events / b.perTableHour.events)}x`),
+    row('workflow tasks', (m) => f(m.perTableHour.workflowTasks), `${f(a.perTableHour.workflowTasks / b.perTableHour.workflowTasks)}x`),
+    row('history events, after creation', (m) => f(m.idle.perTableHour.events)),
+    row('workflow tasks, after creation', (m) => f(m.idle.perTableHour.workflowTasks)),
+    row('timers started', (m) => per(m, m.timers)),
+    ...kinds.map((k) => row(`activity ${k}`, (m) => per(m, m.activities[k] ?? 0))),
   ];
-  const w = [0, 1, 2, 3].map((i) => Math.max(...rows.map((row) => row[i]!.length)));
-  const lines = rows.map((row) => row.map((c, i) => (i === 0 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join('  '));
+  const w = rows[0]!.map((_, i) => Math.max(...rows.map((x) => x[i]!.length)));
+  const lines = rows.map((x) => x.map((c, i) => (i === 0 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join('  '));
   return [
     ...lines,
     '',
-    `${a.mode}: ${a.label}; ${b.mode}: ${b.label}`,
-    `${a.tables} + ${b.tables} tables, ${f(a.tableHours + b.tableHours)} table-hours in all; first two rows include creation, "after creation" counts from the task that took in each table's first scan`,
+    ...ms.map((m) => `${m.mode}: ${m.label}`),
+    `${ms.map((m) => m.tables).join(' + ')} tables, ${f(ms.reduce((x, m) => x + m.tableHours, 0))} table-hours in all; the first two rows include creation, "after creation" counts from the task that took in each table's first scan (written: its first timer after the merge)`,
   ].join('\n');
 }

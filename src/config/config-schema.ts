@@ -8,6 +8,9 @@ import type { Policy } from '../policy/types';
 // The process-wide configuration: one schema, loaded by a pure function of
 // (environment, parsed config file). The environment wins over the file.
 
+/** How often a fleet reads the generation store for seals nobody signalled (src/worker/store-sweeper.ts). */
+export const DEFAULT_SWEEP_SECS = 120;
+
 export const configSchema = z
   .object({
     temporal: z
@@ -29,7 +32,7 @@ export const configSchema = z
         // The fleet's store sweep (src/worker/store-sweeper.ts); 0: none, the tables' own scans alone.
         sweepSecs: z
           .preprocess((v) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v), z.number({ invalid_type_error: 'must be an integer in [0, 86400] (env TURNSTILE_SWEEP_SECS)' }).int({ message: 'must be an integer in [0, 86400]' }).min(0, { message: 'must be an integer in [0, 86400]' }).max(86400, { message: 'must be an integer in [0, 86400]' }))
-          .default(120),
+          .default(DEFAULT_SWEEP_SECS),
         // Absent: one fewer than the cores, at most 4, none on two cores or fewer (resolved where the worker starts: os is not pure). 0: on the worker's own thread.
         dedupThreads: z
           .preprocess((v) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v), z.number({ invalid_type_error: 'must be an integer in [0, 16] (env TURNSTILE_DEDUP_THREADS)' }).int({ message: 'must be an integer in [0, 16]' }).min(0, { message: 'must be an integer in [0, 16]' }).max(16, { message: 'must be an integer in [0, 16]' }))

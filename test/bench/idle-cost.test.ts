@@ -16,17 +16,18 @@ const PERIODS = { optimize: 2, index: 2, gc: 2 };
 const FAST: Mode[] = [
   { name: 'before', label: 'fixed 1 s scan, periodic kinds always due', policy: { snapshotIntervalSecs: 1, snapshotMaxIntervalSecs: 1, periodicWhenIdle: true, periodSecs: PERIODS } },
   { name: 'after', label: 'scan backs off from 1 s to 30 s, periodic kinds after a change', policy: { snapshotIntervalSecs: 1, snapshotMaxIntervalSecs: 30, periodSecs: PERIODS } },
+  { name: 'written', label: 'as after, one generation sealed and merged at creation', policy: { snapshotIntervalSecs: 1, snapshotMaxIntervalSecs: 30, periodSecs: PERIODS }, writeOnce: true },
 ];
 
 test('bench/idle-cost: a small run reports per-table-hour costs counted from the real histories', async () => {
-  expect(MODES.map((m) => m.name)).toEqual(['before', 'after']);
+  expect(MODES.map((m) => m.name)).toEqual(['before', 'after', 'written']);
   const address = inject('temporalAddress');
   const dataRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-idle-bench-'));
   const client = await connectClient({ address, namespace: 'default' });
   try {
-    const report = await measureIdleCost({ address, dataRoot, taskQueue: uniqueName('tq-idle-bench'), tablesPerMode: 2, seconds: 10, modes: FAST });
-    expect(report.modes.map((m) => [m.mode, m.tables])).toEqual([['before', 2], ['after', 2]]);
-    const [before, after] = report.modes as [(typeof report.modes)[0], (typeof report.modes)[0]];
+    const report = await measureIdleCost({ address, dataRoot, taskQueue: uniqueName('tq-idle-bench'), tablesPerMode: 2, seconds: 10, modes: FAST, sweepSecs: 1 });
+    expect(report.modes.map((m) => [m.mode, m.tables])).toEqual([['before', 2], ['after', 2], ['written', 2]]);
+    const [before, after, written] = report.modes as [(typeof report.modes)[0], (typeof report.modes)[0], (typeof report.modes)[0]];
 
     for (const m of report.modes) {
       expect(m.tableHours).toBeGreaterThan(0);
@@ -50,9 +51,15 @@ test('bench/idle-cost: a small run reports per-table-hour costs counted from the
     expect(before.activities.planOptimize ?? 0).toBeGreaterThanOrEqual(2);
     expect(Object.keys(after.activities)).toEqual(['snapshot']);
     expect(before.workflowTasks).toBeGreaterThan(after.workflowTasks);
+    // The written tables merged their generation; a sweep every second left the idle ones alone.
+    expect((written.activities.commitMerge ?? 0) + (written.activities.prepareMerge ?? 0)).toBeGreaterThanOrEqual(written.tables);
+    for (const id of after.workflowIds) {
+      const signals = ((await client.workflow.getHandle(id).fetchHistory()).events ?? []).filter((e) => e.eventType === E.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED);
+      expect(signals).toEqual([]);
+    }
 
     const text = formatReport(report);
-    for (const row of ['history events', 'workflow tasks', 'activity snapshot', 'before / after']) expect(text).toContain(row);
+    for (const row of ['history events', 'workflow tasks', 'activity snapshot', 'before / after', 'written']) expect(text).toContain(row);
   } finally {
     await client.connection.close();
     fs.rmSync(dataRoot, { recursive: true, force: true });
