@@ -69,7 +69,7 @@ export const POLICY_DOCS: Record<keyof Policy, string> = {
   maxConcurrentPreparations: 'most units of one table preparing at once',
   directMergeMaxBytes: 'a merge of a single generation of at most this many bytes (as its writer reported them in the demand signal) has no preparation activity: its commit reads, checks and deduplicates the file itself (one activity and one workflow task less per generation); 0 = always prepare',
   snapshotIntervalSecs: 'period of the generation-store scan that corrects watermarks, right after activity (a demand signal, a merge, a scan that found something, an operator action)',
-  snapshotMaxIntervalSecs: 'while nothing happens the scan period doubles up to this (a new table starts here); the bound on how late a lost demand signal is noticed',
+  snapshotMaxIntervalSecs: 'while nothing happens the scan period doubles up to this (a new table starts here); the bound on how late a lost demand signal is noticed when no worker sweeps the store (worker.sweepSecs 0)',
   periodSecs: 'per kind (optimize, index, gc): at most one run per period, and only after a change (see periodicWhenIdle); the first run of a new table falls at a point of its first period set by a hash of its name, so tables created together do not all run in the same second; 0 = only when bumped',
   periodicWhenIdle: 'false: optimize and index run only after the table version moved, gc only after a merge, since their last run (or when bumped); true: every period regardless',
   retentionSecs: 'optimize prunes table versions older than this',
