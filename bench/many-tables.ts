@@ -205,6 +205,7 @@ async function main(): Promise<void> {
     // Workflow task timeouts/failures and history sizes, from every table's history.
     let wftFailures = 0;
     const events: number[] = [];
+    const eventTypes = new Map<string, number>();
     const wftQueue: number[] = [];
     const wftRun: number[] = [];
     const timeouts: Record<string, number> = {};
@@ -231,6 +232,10 @@ async function main(): Promise<void> {
           }
           const ev = h.events ?? [];
           events.push(ev.length);
+          for (const e of ev) {
+            const t = E[e.eventType ?? 0]?.replace('EVENT_TYPE_', '') ?? String(e.eventType);
+            eventTypes.set(t, (eventTypes.get(t) ?? 0) + 1);
+          }
           const w = workflowTaskLatencies(ev);
           wftQueue.push(...w.wftQueue);
           wftRun.push(...w.wftRun);
@@ -266,6 +271,7 @@ async function main(): Promise<void> {
     const line = (name: string, v: number[]) => `  ${name.padEnd(28)} n ${String(v.length).padStart(6)}  p50 ${stat(v).p50.toFixed(0).padStart(6)}  p99 ${stat(v).p99.toFixed(0).padStart(6)} ms`;
     console.log(['where the time went (from the histories):', line('workflow task queue', wftQueue), line('workflow task run', wftRun), line('activity queue', activityQueue), ...[...queueByType].map(([t, v]) => line(`  queue of ${t}`, v)), ...[...activityRun].map(([t, v]) => line(`activity ${t}`, v))].join('\n'));
     console.log(`per seal: ${(ev.sum / Math.max(1, sealed)).toFixed(1)} history events, ${(wftRun.length / Math.max(1, sealed)).toFixed(2)} workflow tasks, ${(activityQueue.length / Math.max(1, sealed)).toFixed(2)} activities`);
+    console.log(`  by type: ${[...eventTypes].sort((a, b) => b[1] - a[1]).map(([t, n]) => `${t.toLowerCase()} ${(n / Math.max(1, sealed)).toFixed(2)}`).join(', ')}`);
     console.log(`history events per table: p50 ${ev.p50}  max ${Math.max(0, ...events)}  (${perHour(ev.p50).toFixed(0)} per table per hour at p50)`);
     const d = (a: number | null, b: number | null) => (a === null || b === null ? null : b - a);
     const serverCpu = d(cpu0.server, cpu1.server);
