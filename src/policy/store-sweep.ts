@@ -46,7 +46,8 @@ export function sweep(prev: SweepState, now: Record<string, ShardWatermark[]>): 
     const quiet: ShardWatermark[] = [];
     for (const { shard, sealedThroughSeq: seq } of shards) {
       const was = before[shard];
-      const told = was?.told ?? 0;
+      // A watermark never drops: one that did is a table dropped and created again.
+      const told = was === undefined || seq < was.seen ? 0 : was.told;
       after[shard] = { seen: seq, told };
       if (was !== undefined && was.seen === seq && seq > told) quiet.push({ shard, sealedThroughSeq: seq });
     }

@@ -25,6 +25,14 @@ describe('store sweep', () => {
     expect(Object.keys(state)).toEqual(['idle']);
   });
 
+  it('a table dropped and created again under its name is told of its new seals', () => {
+    let state = sweep({}, store({ t: [9] })).next;
+    state = sweep(state, store({ t: [9] })).next;
+    state.t!.s0!.told = 9;
+    state = sweep(state, store({ t: [2] })).next;
+    expect(sweep(state, store({ t: [2] })).signals).toEqual([{ table: 't', shards: [{ shard: 's0', sealedThroughSeq: 2 }] }]);
+  });
+
   it('a signal not delivered is sent again by the next sweep', () => {
     const first = sweep({}, store({ t: [2] }));
     const second = sweep(first.next, store({ t: [2] }));
