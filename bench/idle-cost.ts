@@ -16,7 +16,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { DevServer } from '../src/server/dev-server';
 import { formatReport, measureIdleCost, MODES } from './idle-cost-measure';
-import { benchServer } from './support';
+import { benchServer, mib, peakRssBytes } from './support';
 
 const { values: opt } = parseArgs({
   options: { tables: { type: 'string', default: '50' }, minutes: { type: 'string', default: '10' }, json: { type: 'boolean', default: false } },
@@ -52,6 +52,8 @@ async function main(): Promise<void> {
     });
     console.log('');
     console.log(opt.json ? JSON.stringify(report, null, 2) : formatReport(report));
+    // The worker runs in this process: its peak is the bench's, tables' generations are a few KiB.
+    console.log(`this process (bench and its in-process worker): peak RSS ${mib(peakRssBytes(process.pid))}`);
   } finally {
     await server?.stop();
     fs.rmSync(tmp, { recursive: true, force: true });

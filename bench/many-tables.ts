@@ -25,7 +25,7 @@ import { generateRows } from '../src/writer';
 import { activityRunsOf } from '../test/support/history';
 import { stat, workflowTaskLatencies } from './phases';
 import { liveRecords } from '../src/worker/registry';
-import { benchServer, cpuSeconds, mib, minorFaults, peakRssBytes, startWorkerProcess, stopProcess } from './support';
+import { benchServer, cpuSeconds, mib, minorFaults, peakRssBytes, peakRssPerByte, startWorkerProcess, stopProcess } from './support';
 import { sleep } from '../src/util/sleep';
 
 const E = temporal.api.enums.v1.EventType;
@@ -158,6 +158,7 @@ async function main(): Promise<void> {
     /** Per table: seq -> when its seal began (epoch ms), for the history-based latency. */
     const sealStarts = names.map(() => new Map<number, number>());
     let sealed = 0;
+    let sealedBytes = 0;
     let unmerged = 0;
     const endAt = performance.now() + MINUTES * 60_000;
     const startAt = performance.now();
@@ -177,6 +178,7 @@ async function main(): Promise<void> {
             // The write itself: the seal, plus a writer's first pressure query (bounded by 2 s).
             (writeByMinute[Math.floor((tEpoch - startEpoch) / 60_000)] ??= []).push(performance.now() - t);
             sealed++;
+            sealedBytes += r.bytes;
             sealStarts[i]!.set(r.seq, tEpoch);
             if (!WAIT_MERGED) continue;
             const left = endAt + GRACE_MS - performance.now();
@@ -281,7 +283,7 @@ async function main(): Promise<void> {
     workers.forEach((w, i) => {
       const c = d(cpu0.workers[i] ?? null, cpu1.workers[i] ?? null);
       const faults = d(cpu0.faults[i] ?? null, cpu1.faults[i] ?? null);
-      console.log(`worker ${i + 1}: CPU ${c === null ? 'unknown' : `${c.toFixed(1)} s (${((100 * c) / runSecs).toFixed(0)}% of one core)`}, peak RSS ${mib(peakRssBytes(w.pid!))}, page faults ${faults ?? 'unknown'}`);
+      console.log(`worker ${i + 1}: CPU ${c === null ? 'unknown' : `${c.toFixed(1)} s (${((100 * c) / runSecs).toFixed(0)}% of one core)`}, ${peakRssPerByte(w.pid!, sealedBytes)}, page faults ${faults ?? 'unknown'}`);
     });
     // Admission as each worker last recorded it: a unit that took a claim without the
     // SDK's mark waited MARK_WAIT_MS first (memory-ledger.ts), so it must stay 0.

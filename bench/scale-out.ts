@@ -19,7 +19,7 @@ import { workflowArgsFor } from '../src/client/table-writer';
 import { shardNames } from '../src/messages/names';
 import { createTableMeta, sealGeneration } from '../src/storage/generation-store';
 import { generateRows } from '../src/writer';
-import { benchServer, cpuSeconds, startWorkerProcess, stopProcess } from './support';
+import { benchServer, cpuSeconds, peakRssPerByte, startWorkerProcess, stopProcess } from './support';
 
 const { values: opt } = parseArgs({
   options: {
@@ -42,6 +42,8 @@ interface Result {
   workerCpu: number;
   serverCpu: number | null;
   load: number;
+  /** Per worker: its peak RSS against the generation bytes of the run. */
+  rss: string[];
 }
 
 async function runWith(n: number, address: string, serverPid: number | null, dir: string): Promise<Result> {
@@ -54,13 +56,14 @@ async function runWith(n: number, address: string, serverPid: number | null, dir
     const tables = new TableClient(client, taskQueue);
     const metas = [];
     let rows = 0;
+    let bytes = 0;
     for (let t = 0; t < TABLES; t++) {
       const meta = await createTableMeta(root, { name: `scale${n}w-${t}-${process.pid}`, key: 'id', shards: SHARDS, indices: [] });
       metas.push(meta);
       for (const shard of SHARDS) {
         for (let g = 0; g < GENS; g++) {
           const start = g * ROWS;
-          await sealGeneration(root, meta.name, shard, generateRows({ keys: [start, start + ROWS * SHARDS.length * 2], count: ROWS, shard, shards: SHARDS, seed: t * 100 + g }));
+          bytes += (await sealGeneration(root, meta.name, shard, generateRows({ keys: [start, start + ROWS * SHARDS.length * 2], count: ROWS, shard, shards: SHARDS, seed: t * 100 + g }))).bytes;
           rows += ROWS;
         }
       }
@@ -74,7 +77,8 @@ async function runWith(n: number, address: string, serverPid: number | null, dir
     const secs = (performance.now() - t0) / 1000;
     const workerCpu = workers.reduce((sum, w, i) => sum + (cpuSeconds(w.pid!) ?? 0) - cpu0[i]!, 0);
     const server1 = serverPid === null ? null : cpuSeconds(serverPid);
-    return { workers: n, secs, rows, workerCpu, serverCpu: server0 === null || server1 === null ? null : server1 - server0, load: os.loadavg()[0]! };
+    const rss = workers.map((w) => peakRssPerByte(w.pid!, bytes));
+    return { workers: n, secs, rows, workerCpu, serverCpu: server0 === null || server1 === null ? null : server1 - server0, load: os.loadavg()[0]!, rss };
   } finally {
     for (const w of workers) await stopProcess(w);
     await client.connection.close();
@@ -95,6 +99,7 @@ async function main(): Promise<void> {
       console.log(
         `${String(n).padStart(7)}  ${r.secs.toFixed(1).padStart(10)}  ${rate.toFixed(0).padStart(6)}  ${(rate / base).toFixed(2).padStart(7)}x  ${r.workerCpu.toFixed(1).padStart(12)}  ${(r.workerCpu / r.secs).toFixed(2).padStart(12)}  ${r.serverCpu === null ? 'n/a' : r.serverCpu.toFixed(1).padStart(12)}  ${r.load.toFixed(1)}`,
       );
+      r.rss.forEach((line, i) => console.log(`         worker ${i + 1}: ${line}`));
     }
     console.log('every shard merged: PASS');
   } finally {

@@ -136,6 +136,17 @@ export function minorFaults(pid: number): number | null {
 export const mib = (bytes: number | null): string => (bytes === null ? 'unknown' : `${(bytes / 2 ** 20).toFixed(1)} MiB`);
 
 /**
+ * A worker's peak RSS beside the generation bytes it had to merge, the multiple every bench
+ * that merges reports (the fleet's admission reserves memory per byte of a unit's
+ * generations, activities/memory-reservations.ts).
+ */
+export function peakRssPerByte(pid: number, generationBytes: number): string {
+  const peak = peakRssBytes(pid);
+  if (peak === null) return 'peak RSS unknown';
+  return `peak RSS ${mib(peak)} for ${mib(generationBytes)} of generations (${generationBytes > 0 ? `${(peak / generationBytes).toFixed(1)}x` : 'none'})`;
+}
+
+/**
  * A full garbage collection of this process, before a timed section: the bench's own
  * garbage (the generated rows, a previous method's batches) was otherwise collected
  * whenever V8 chose, sometimes inside a timed run (seen: the writers' process took 1.0

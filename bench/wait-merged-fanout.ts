@@ -18,7 +18,7 @@ import { PROJECT_ROOT } from '../src/util/project-paths';
 import { createTableMeta } from '../src/storage/generation-store';
 import { activityRunsOf } from '../test/support/history';
 import { stat } from './phases';
-import { benchServer, startWorkerProcess, stopProcess } from './support';
+import { benchServer, peakRssPerByte, startWorkerProcess, stopProcess } from './support';
 
 const { values: opt } = parseArgs({ options: { processes: { type: 'string', default: '100' }, 'settle-secs': { type: 'string', default: '20' } } });
 const N = Number(opt.processes);
@@ -81,6 +81,7 @@ async function main(): Promise<void> {
     console.log(`answered with the right version (${version}): ${right}/${N}`);
     console.log(`commit done -> answer (ms): first ${Math.min(...done.map((a) => a.exitedAtMs - commit.closedAtMs!))}, p50 ${afterMerge.p50}, last ${Math.max(...done.map((a) => a.exitedAtMs - commit.closedAtMs!))}`);
     console.log(`spawn -> last answer: ${((Math.max(...done.map((a) => a.exitedAtMs)) - t0) / 1000).toFixed(1)} s`);
+    console.log(`worker: ${peakRssPerByte(worker.pid!, sealed.bytes)}`);
     for (const w of wrong.slice(0, 3)) console.log(`wrong answer: exit ${w.code}: ${(w.stdout + w.stderr).trim().split('\n')[0]}`);
     if (wrong.length > 0) process.exitCode = 1;
   } finally {

@@ -26,7 +26,7 @@ import { createTableMeta } from '../src/storage/generation-store';
 import { tableFromRows, withSeqColumn } from '../src/storage/records';
 import { generateRows } from '../src/writer';
 import { stat } from './phases';
-import { benchServer, startWorkerProcess, stopProcess } from './support';
+import { benchServer, peakRssPerByte, startWorkerProcess, stopProcess } from './support';
 
 const { values: opt } = parseArgs({ options: { generations: { type: 'string', default: '200,30' }, rows: { type: 'string', default: '2500,100000' } } });
 const SIZES = String(opt.rows).split(',').map(Number);
@@ -61,6 +61,7 @@ async function main(): Promise<void> {
   const tables = new TableClient(client, taskQueue);
   console.log(`writer ceiling: ${SIZES.map((rows, i) => `${generationsOf(i)} seals of ${rows} rows`).join(', ')} into one shard, ${os.cpus().length} cores`);
   console.log(`${'rows/gen'.padStart(8)}  ${'seals'.padStart(5)}  ${'MiB/gen'.padStart(7)}  ${'seal p50 ms'.padStart(11)}  ${'raw p50 ms'.padStart(10)}  ${'raw+dir p50'.padStart(11)}  ${'seals/s'.padStart(7)}  ${'raw/s'.padStart(6)}  ${'ratio'.padStart(5)}  ${'ratio vs raw+dir'.padStart(16)}  ${'cold'.padStart(4)}  signals`);
+  let sealedBytes = 0;
   try {
     for (const [i, rows] of SIZES.entries()) {
       const GENERATIONS = generationsOf(i);
@@ -110,7 +111,9 @@ async function main(): Promise<void> {
         `${String(rows).padStart(8)}  ${String(seal.length).padStart(5)}  ${(bytes / 2 ** 20).toFixed(2).padStart(7)}  ${s.p50.toFixed(2).padStart(11)}  ${r.p50.toFixed(2).padStart(10)}  ${rd.p50.toFixed(2).padStart(11)}  ${rate(s).toFixed(0).padStart(7)}  ${rate(r).toFixed(0).padStart(6)}  ${(rate(s) / rate(r)).toFixed(2).padStart(5)}  ${(rate(s) / rate(rd)).toFixed(2).padStart(16)}  ${cold.toFixed(2).padStart(4)}  ${writer.demand.signalsSent}`,
       );
       await client.workflow.getHandle(workflowIdForTable(table)).terminate('benchmark done').catch(() => undefined);
+      sealedBytes += bytes * seal.length;
     }
+    console.log(`worker (merging every seal as it came): ${peakRssPerByte(worker.pid!, sealedBytes)}`);
   } finally {
     await stopProcess(worker);
     await client.connection.close();

@@ -37,6 +37,7 @@ test('writer-ceiling: seals and raw writes of the same bytes, side by side', asy
   // rows, timed seals (all but the first), MiB, three p50s, two rates, ratio, ratio vs raw+dir, cold, signals
   expect(out).toMatch(/^ +300 +3 +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ +\d+ +\d+ +[\d.]+ +[\d.]+ +[\d.]+ +\d+$/m);
   expect(out).toMatch(/^ +200 +2 +[\d.]+ /m);
+  expect(out).toMatch(/^worker \(merging every seal as it came\): peak RSS [\d.]+ MiB for [\d.]+ MiB of generations \([\d.]+x\)/m);
 });
 
 test('many-tables: every seal is merged and answered, no workflow task timeouts', async () => {
@@ -44,6 +45,7 @@ test('many-tables: every seal is merged and answered, no workflow task timeouts'
   expect(out).toMatch(/not merged within 60 s after the end 0, failures 0/);
   expect(out).toMatch(/workflow task timeouts 0, workflow task failures 0/);
   expect(out).toMatch(/^worker 1: CPU [\d.]+ s/m);
+  expect(out).toMatch(/^worker 1: CPU .*, peak RSS [\d.]+ MiB for [\d.]+ MiB of generations \([\d.]+x\)/m);
   expect(out).toMatch(/^bench \(writers and their Temporal client\): CPU [\d.]+ s/m);
   expect(out).toMatch(/the write call alone \(seal and pressure\), by minute \(p50\/p99 s\): 1: [\d.]+\/[\d.]+/);
   expect(out).toMatch(/mark waits \d+ \(mean [\d.]+ ms, max \d+ ms\)/);
@@ -56,12 +58,14 @@ test('wait-merged-fanout: every waiting process answers with the version of the 
   const out = await bench('wait-merged-fanout.ts', ['--processes', '3', '--settle-secs', '3']);
   expect(out).toMatch(/answered with the right version \(\d+\): 3\/3/);
   expect(out).toMatch(/commit done -> answer \(ms\): first -?\d+, p50 -?\d+, last -?\d+/);
+  expect(out).toMatch(/^worker: peak RSS [\d.]+ MiB for [\d.]+ MiB of generations/m);
 });
 
 test('scale-out: every shard merged with 2 worker processes, CPU printed', async () => {
   const out = await bench('scale-out.ts', ['--tables', '2', '--generations', '2', '--rows', '100', '--workers', '2']);
   expect(out).toMatch(/^ +2 +[\d.]+ +\d+ +1\.00x +[\d.]+ +[\d.]+ +(n\/a|[\d.]+) +[\d.]+$/m);
   expect(out).toContain('every shard merged: PASS');
+  expect(out).toMatch(/worker 2: peak RSS [\d.]+ MiB for [\d.]+ MiB of generations \([\d.]+x\)/);
 }, 300_000);
 
 test('memory-factor: peak RSS added by a prepare and a commit, in fresh processes', async () => {
