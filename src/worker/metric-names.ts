@@ -39,6 +39,8 @@ export const METRICS = {
   sealedBytes: 'turnstile_sealed_bytes_total',
   /** gauge {table}: bytes written by all units per byte sealed, since the record began. */
   writeAmplification: 'turnstile_write_amplification',
+  /** counter {table}: demand signals the store sweep sent for seals nobody had signalled (src/worker/store-sweeper.ts); a few each time a writer dies between seal and signal. */
+  sweepTold: 'turnstile_store_sweep_told_total',
   /** histogram {activity_type, phase}: seconds an activity spent in each progress phase. */
   phaseSeconds: 'turnstile_phase_seconds',
 } as const;

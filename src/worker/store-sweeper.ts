@@ -1,10 +1,12 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { Runtime } from '@temporalio/worker';
 import * as msg from '../../workflows/messages';
 import { workflowIdForTable } from '../messages/names';
 import { markTold, sweep, type ShardWatermark, type SweepSignal, type SweepState } from '../policy/store-sweep';
 import { listTables, readSealed } from '../storage/generation-store';
 import { joinLoc } from '../storage/location';
 import { storageAt } from '../storage/open-storage';
+import { METRICS } from './metric-names';
 import { liveRecords } from './registry';
 
 // Runs the fleet's store sweep (src/policy/store-sweep.ts says what it decides) beside a
@@ -91,8 +93,9 @@ async function isSweeper(opts: StoreSweeperOptions): Promise<boolean> {
   return live[0]?.identity === opts.identity;
 }
 
-/** Sweeps every `everySecs` until stopped. */
+/** Sweeps every `everySecs` until stopped; counts what it told on the runtime's metrics endpoint. */
 export function startStoreSweeper(opts: StoreSweeperOptions): { stop(): Promise<void> } {
+  const told = Runtime.instance().metricMeter.createCounter(METRICS.sweepTold, 'signals', 'demand signals the store sweep sent for seals nobody had signalled');
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
@@ -100,6 +103,7 @@ export function startStoreSweeper(opts: StoreSweeperOptions): { stop(): Promise<
     try {
       if (!(await isSweeper(opts))) return;
       for (const s of await sweepOnce(opts)) {
+        told.add(1, { table: s.table });
         opts.log?.(`store sweep: ${s.table} sealed through ${s.shards.map((x) => `${x.shard}@${x.sealedThroughSeq}`).join(', ')} and quiet; told the table`);
       }
     } catch (e) {

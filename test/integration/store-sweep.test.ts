@@ -7,6 +7,7 @@ import { shardNames } from '../../src/messages/names';
 import { createTableMeta, sealGeneration } from '../../src/storage/generation-store';
 import { PROJECT_ROOT } from '../../src/util/project-paths';
 import { sleep } from '../../src/util/sleep';
+import { METRICS } from '../../src/worker/metric-names';
 import { generateRows } from '../../src/writer';
 import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';
 import { historyEvents } from '../support/history';
@@ -94,7 +95,13 @@ test('a seal nobody signalled is told to its quiet table within two sweeps; idle
   expect(await after(lost)).toBeLessThanOrEqual(lostEvents + 3);
   expect(await after(idle)).toBe(idleEventsBefore);
 
-  // One worker swept: the other printed no sweep line.
+  // One worker swept: the other printed no sweep line. Its metrics endpoint counts what it told.
   const sweeping = workers.filter((w) => w.out().includes('store sweep:'));
   expect(sweeping).toHaveLength(1);
+  const url = /Metrics: (http:\/\/\S+)/.exec(sweeping[0]!.out())?.[1];
+  expect(url).toBeDefined();
+  const scraped = await (await fetch(url!)).text();
+  const told = new RegExp(`^${METRICS.sweepTold}\\{[^}]*table="${lost}"[^}]*\\} (\\d+)`, 'm').exec(scraped);
+  expect(Number(told?.[1])).toBeGreaterThanOrEqual(1);
+  expect(scraped).not.toMatch(new RegExp(`${METRICS.sweepTold}\\{[^}]*table="${idle}"`));
 });
