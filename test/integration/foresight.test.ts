@@ -157,9 +157,12 @@ test('calibration: the simulator replaying the record under the policy that ran 
   const obsBacklog = observed.backlogPeak ?? 0;
   lines.push(`backlog peak: observed ${obsBacklog} simulated ${current.median.backlogPeak} (${current.runs.map((r) => r.backlogPeak).join('/')})`);
   console.log(`calibration of ${table}:\n  ${lines.join('\n  ')}`);
-  // The peak is one moment: within 10 generations or half of it (the replay's seals are spread evenly within 10 s).
+  // The peak is one moment: within 10 generations, half of it (the replay's seals are
+  // spread evenly within 10 s), or the spread of the simulated runs themselves (on a
+  // loaded machine the recorded commit durations vary widely, and so do the seeds' peaks).
+  const peaks = current.runs.map((r) => r.backlogPeak);
   expect(obsBacklog).toBeGreaterThan(0);
-  expect(Math.abs(current.median.backlogPeak - obsBacklog), lines.at(-1)).toBeLessThanOrEqual(Math.max(10, 0.5 * obsBacklog));
+  expect(Math.abs(current.median.backlogPeak - obsBacklog), lines.at(-1)).toBeLessThanOrEqual(Math.max(10, 0.5 * obsBacklog, Math.max(...peaks) - Math.min(...peaks)));
 });
 
 test('policy --dry-run on the busy table: a shorter optimize bound shows shorter optimize waits, and nothing changes', async () => {
