@@ -269,12 +269,14 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
       let cut: { victim: Victim; run: ActivityRun } | null = null;
       for (let i = 0; i < 4 && !cut; i++) {
         const victim = await killInsideOptimize(handle, worker);
-        worker = await startWorkerProcess(h);
-        workers.push(worker);
         if (!victim) {
+          // Nothing killed: the worker lives on. A second one beside it would take commits
+          // the next round waits for on this one, and every later round would miss too.
           killed.push('no optimize commit started within 60 s');
           continue;
         }
+        worker = await startWorkerProcess(h);
+        workers.push(worker);
         // Its started event is written when it closes: until then the history does not name the worker.
         const run = await eventually(
           async () => {
