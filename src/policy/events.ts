@@ -275,16 +275,11 @@ function operator(state: TableState, nowMs: number, apply: () => void): void {
 
 export function applyEvent(state: TableState, e: PolicyEvent, nowMs: number): void {
   switch (e.type) {
-    case 'demand': {
-      const known = state.shards.find((s) => s.shard === e.shard);
-      const before = known ? `${known.sealedThroughSeq}/${known.sealedRevision}` : null;
-      foldDemand(state, e.shard, e.sealedThroughSeq, e.revision, e.bytes);
-      const after = state.shards.find((s) => s.shard === e.shard);
+    case 'demand':
       // A demand the table already knew (a redelivery, the store sweep telling a quiet
       // shard) announces no seal: the scans that look for lost signals keep their period.
-      if (after && before === `${after.sealedThroughSeq}/${after.sealedRevision}`) return;
+      if (!foldDemand(state, e.shard, e.sealedThroughSeq, e.revision, e.bytes)) return;
       return snapshotSoon(state, nowMs);
-    }
     case 'snapshot':
       return onSnapshot(state, e, nowMs);
     case 'snapshotFailed':

@@ -18,25 +18,33 @@ export function shardOf(state: TableState, name: string): ShardState {
 const valid = (seq: number, revision: number): boolean =>
   Number.isFinite(seq) && Number.isFinite(revision) && seq >= 0;
 
-function raise(s: ShardState, seq: number, revision: number): void {
+/** Whether the watermark moved. */
+function raise(s: ShardState, seq: number, revision: number): boolean {
   if (seq > s.sealedThroughSeq) {
     s.sealedThroughSeq = seq;
     s.sealedRevision = revision;
     delete s.sealedBytes;
-  } else if (seq === s.sealedThroughSeq && revision > s.sealedRevision) {
-    s.sealedRevision = revision;
+    return true;
   }
+  if (seq === s.sealedThroughSeq && revision > s.sealedRevision) {
+    s.sealedRevision = revision;
+    return true;
+  }
+  return false;
 }
 
 /**
+ * Folds one demand; true when it told the table something new (a shard, a higher watermark).
  * `bytes`: the size of generation `seq` (a fact about that file, so every demand for
  * it says the same): known while `seq` is the newest sealed, in any order of events.
  */
-export function foldDemand(state: TableState, shard: string, seq: number, revision: number, bytes?: number): void {
-  if (!valid(seq, revision)) return;
+export function foldDemand(state: TableState, shard: string, seq: number, revision: number, bytes?: number): boolean {
+  if (!valid(seq, revision)) return false;
+  const known = state.shards.some((x) => x.shard === shard);
   const s = shardOf(state, shard);
-  raise(s, seq, revision);
+  const raised = raise(s, seq, revision);
   if (bytes !== undefined && Number.isSafeInteger(bytes) && bytes >= 0 && s.sealedThroughSeq === seq) s.sealedBytes = bytes;
+  return raised || !known;
 }
 
 export function foldSnapshot(
