@@ -2,9 +2,12 @@ import { CancellationScope, isCancellation, sleep } from '@temporalio/workflow';
 import { alarmTimer } from './timers';
 
 /**
- * The table's one durable timer, for the earliest deadline the core asks for. It is
- * re-armed only when that deadline changes, so a stream of signals does not start and
- * cancel a timer each time (two history events per signal).
+ * The table's one durable timer, for the earliest deadline the core asks for. A timer
+ * already armed for that deadline or an earlier one is kept: it fires early, the core
+ * finds nothing due and names its deadline again. Every commit of a written table
+ * moves the snapshot deadline later (the commit's scan counts as one); re-arming for
+ * each was two history events (canceled, started) per seal, where the early firing
+ * costs one timer and one workflow task per snapshotIntervalSecs.
  */
 export class Alarm {
   private atMs: number | null = null;
@@ -12,15 +15,13 @@ export class Alarm {
   fired = false;
 
   /**
-   * `reason` (src/policy/wake.ts) becomes the timer's summary in the UI. It does not
-   * re-arm a timer for the same instant: it only ever labels the deadline.
+   * `reason` (src/policy/wake.ts) becomes the timer's summary in the UI: what the timer
+   * was armed for. Only an earlier deadline than the armed one re-arms it.
    */
   set(atMs: number | null, reason?: string | null): void {
-    if (atMs === this.atMs && (this.scope !== null || atMs === null)) return;
+    if (atMs === null || (this.scope !== null && this.atMs !== null && atMs >= this.atMs)) return;
     this.scope?.cancel();
-    this.scope = null;
     this.atMs = atMs;
-    if (atMs === null) return;
     const scope = new CancellationScope();
     this.scope = scope;
     scope.run(() => sleep(Math.max(1, atMs - Date.now()), alarmTimer(reason))).then(

@@ -31,7 +31,7 @@ export const policySchema = z
     maxWriteDelayMs: num(0, 600_000, 2000),
     maxConcurrentPreparations: num(1, 64, 4),
     directMergeMaxBytes: num(0, 2 ** 30, 2 ** 20),
-    snapshotIntervalSecs: num(1, DAY, 60),
+    snapshotIntervalSecs: num(1, DAY, 300),
     snapshotMaxIntervalSecs: num(1, DAY, 21_600),
     periodSecs: z.object({ optimize: num(0, 30 * DAY, 300), index: num(0, 30 * DAY, 600), gc: num(0, 30 * DAY, 900) }).strict().default({}),
     periodicWhenIdle: z.boolean({ invalid_type_error: 'must be true or false' }).default(false),

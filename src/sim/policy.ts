@@ -18,7 +18,7 @@ export function simPolicy(overrides: Partial<Policy> = {}): Policy {
     maxWriteDelayMs: 2000,
     maxConcurrentPreparations: 4,
     directMergeMaxBytes: 1_048_576,
-    snapshotIntervalSecs: 60,
+    snapshotIntervalSecs: 300,
     snapshotMaxIntervalSecs: 21_600,
     periodSecs: { optimize: 300, index: 600, gc: 900 },
     periodicWhenIdle: false,

@@ -14,7 +14,7 @@ import type { ArrivalProcess, FaultRates, ScheduledSeal, SimConfig, SimResult, T
 // cover (test/workflows/table-shell.test.ts drives the real shell for these):
 // - batching: it steps one event at a time, where the shell applies every event of one
 //   activation together (stepAll);
-// - the Alarm's re-arming only when the deadline moves, continue-as-new (draining,
+// - the Alarm's re-arming only when the deadline moves earlier, continue-as-new (draining,
 //   carryOver, awaitMerged answering merged=false), the bounded signal inbox, the
 //   payload validators of signals and updates, search attributes and current details;
 // - Temporal's own retry policy, heartbeat timeouts and activity timeouts: attempts,

@@ -187,7 +187,7 @@ describe('the carried-state schema', () => {
     const c = parsed(json({ state: { ...old, policy: { ...oldPolicy, periodSecs: { optimize: 30 } } } }));
     expect(c.formatVersion).toBe(1);
     expect(c.state.policy).toEqual({ ...s.policy, periodSecs: { optimize: 30, index: 600, gc: 900 } });
-    expect(c.state.snapshotEverySecs).toBe(60);
+    expect(c.state.snapshotEverySecs).toBe(s.policy.snapshotIntervalSecs);
     expect(c.state.periodic).toEqual({ optimize: { planned: null, done: null }, index: { planned: null, done: null }, gc: { planned: null, done: null } });
     expect({ stalled: c.stalled, rates: c.rates, grants: c.grants }).toEqual({ stalled: [], rates: [], grants: [] });
   });

@@ -8,7 +8,7 @@ import { committed, demand, Driver, prepared, prepares, simPolicy, wakeAts } fro
 
 const MIN = 60_000;
 // The mechanism at a 15 min max; the default (6 h) only stretches the same doubling.
-const fresh = (overrides: Partial<Policy> = {}): Driver => new Driver(initialState({ table: 't', key: 'id', shards: ['s0', 's1'], policy: simPolicy({ snapshotMaxIntervalSecs: 900, ...overrides }), nowMs: 0 }));
+const fresh = (overrides: Partial<Policy> = {}): Driver => new Driver(initialState({ table: 't', key: 'id', shards: ['s0', 's1'], policy: simPolicy({ snapshotIntervalSecs: 60, snapshotMaxIntervalSecs: 900, ...overrides }), nowMs: 0 }));
 
 const snapshots = (ds: Decision[]) => ds.filter((d) => d.type === 'snapshot').length;
 const commitsOf = (ds: Decision[]) => ds.flatMap((d) => (d.type === 'commit' ? [d.unit.id] : []));
@@ -67,7 +67,7 @@ describe('adaptive snapshot period', () => {
   it('a demand whose merge commits in the same instant leaves the next snapshot to that commit: its scan reschedules it, anything else pulls it in', () => {
     // One shard; demands reporting a small size merge directly, granted in the demand's step.
     const quiet = (): Driver => {
-      const d = new Driver(initialState({ table: 't', key: 'id', shards: ['s0'], policy: simPolicy({ snapshotMaxIntervalSecs: 900 }), nowMs: 0 }));
+      const d = new Driver(initialState({ table: 't', key: 'id', shards: ['s0'], policy: simPolicy({ snapshotIntervalSecs: 60, snapshotMaxIntervalSecs: 900 }), nowMs: 0 }));
       d.send({ type: 'timer' });
       d.send({ type: 'snapshot', revision: 0, shards: [] });
       expect(d.state.dueAtMs.snapshot).toBe(15 * MIN);
@@ -102,7 +102,7 @@ describe('adaptive snapshot period', () => {
 
     // A commit that ends without a scan and hands the turn straight to the next merge
     // (another shard's, waiting since the same instant) does not keep deferring it.
-    const c = new Driver(initialState({ table: 't', key: 'id', shards: ['s0', 's1'], policy: simPolicy({ snapshotMaxIntervalSecs: 900 }), nowMs: 0 }));
+    const c = new Driver(initialState({ table: 't', key: 'id', shards: ['s0', 's1'], policy: simPolicy({ snapshotIntervalSecs: 60, snapshotMaxIntervalSecs: 900 }), nowMs: 0 }));
     c.send({ type: 'timer' });
     c.send({ type: 'snapshot', revision: 0, shards: [] });
     c.at(5 * MIN).send(small(1));
@@ -249,7 +249,7 @@ describe('adaptive snapshot period', () => {
     const d = fresh();
     d.send({ type: 'timer' });
     idleUntil(d, 15 * MIN);
-    d.at(16 * MIN).send({ type: 'policyChanged', policy: simPolicy({ snapshotMaxIntervalSecs: 60 }) });
+    d.at(16 * MIN).send({ type: 'policyChanged', policy: simPolicy({ snapshotIntervalSecs: 60, snapshotMaxIntervalSecs: 60 }) });
     expect(idleUntil(d, 20 * MIN)).toEqual([17, 18, 19, 20].map((m) => m * MIN));
   });
 });
