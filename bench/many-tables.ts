@@ -4,9 +4,11 @@
 // merged latency (from the histories; --wait-merged waits for each through MergeWaiter,
 // as a client would), workflow task timeouts and failures, where the time went, CPU
 // (by minute, and per process) and peak RSS of the server and of each worker, and
-// history events per table.
+// history events per table. --idle N adds N tables nobody writes: their CPU is measured
+// apart, in a window before the writers start where every table is idle, and their
+// workflow tasks during the run are counted from their histories.
 //
-//   npx tsx bench/many-tables.ts [--tables 1000] [--workers 2] [--minutes 10] [--interval-secs 60] [--rows 100] [--wait-merged] [--no-settle] [--start-dev-defaults]
+//   npx tsx bench/many-tables.ts [--tables 1000] [--idle 0] [--idle-window-secs 60] [--workers 2] [--minutes 10] [--interval-secs 60] [--rows 100] [--wait-merged] [--no-settle] [--start-dev-defaults]
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -33,6 +35,8 @@ const E = temporal.api.enums.v1.EventType;
 const { values: opt } = parseArgs({
   options: {
     tables: { type: 'string', default: '1000' },
+    idle: { type: 'string', default: '0' },
+    'idle-window-secs': { type: 'string', default: '60' },
     workers: { type: 'string', default: '2' },
     minutes: { type: 'string', default: '10' },
     'interval-secs': { type: 'string', default: '60' },
@@ -50,6 +54,8 @@ const num = (name: keyof typeof opt, min: number): number => {
   return n;
 };
 const TABLES = Math.floor(num('tables', 1));
+const IDLE = Math.floor(num('idle', 0));
+const IDLE_WINDOW_MS = num('idle-window-secs', 0) * 1000;
 const WORKERS = Math.floor(num('workers', 1));
 const MINUTES = num('minutes', 0.01);
 const INTERVAL_MS = num('interval-secs', 0.1) * 1000;
@@ -114,14 +120,16 @@ async function main(): Promise<void> {
   const taskQueue = `bench-many-${process.pid}`;
   const workers: ChildProcess[] = [];
   const names = Array.from({ length: TABLES }, (_, i) => `many-${process.pid}-${i}`);
-  console.log(`many tables: ${TABLES} tables x 1 generation of ${ROWS} rows every ${INTERVAL_MS / 1000} s for ${MINUTES} min, ${WORKERS} worker processes, ${os.cpus().length} cores, ${opt['start-dev-defaults'] ? "start-dev's server settings" : 'our server settings'}; ${WAIT_MERGED ? 'each seal waited for with MergeWaiter' : 'seal -> merged from the histories'}`);
+  const idleNames = Array.from({ length: IDLE }, (_, i) => `idle-${process.pid}-${i}`);
+  console.log(`many tables: ${TABLES} tables${IDLE ? ` (and ${IDLE} idle ones)` : ''} x 1 generation of ${ROWS} rows every ${INTERVAL_MS / 1000} s for ${MINUTES} min, ${WORKERS} worker processes, ${os.cpus().length} cores, ${opt['start-dev-defaults'] ? "start-dev's server settings" : 'our server settings'}; ${WAIT_MERGED ? 'each seal waited for with MergeWaiter' : 'seal -> merged from the histories'}`);
   try {
     for (let i = 0; i < WORKERS; i++) workers.push(await startWorkerProcess(address, taskQueue, root));
     const tables = new TableClient(client, taskQueue);
     const t0 = performance.now();
     const writers: TableWriter[] = [];
-    for (let i = 0; i < names.length; i += 50) {
-      const chunk = names.slice(i, i + 50);
+    const all = [...names, ...idleNames];
+    for (let i = 0; i < all.length; i += 50) {
+      const chunk = all.slice(i, i + 50);
       await Promise.all(
         chunk.map(async (name) => {
           const meta = await createTableMeta(root, { name, key: 'id', shards: ['s0'], indices: [] });
@@ -130,13 +138,24 @@ async function main(): Promise<void> {
       );
     }
     for (const name of names) writers.push(await TableWriter.open(tables, root, name));
-    console.log(`started ${TABLES} table workflows in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    console.log(`started ${all.length} table workflows in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     if (SETTLE) {
       const t1 = performance.now();
-      const left = await waitForTables(tables, names, firstSnapshotDone, t1 + SETTLE_BOUND_MS, 1000);
+      const left = await waitForTables(tables, all, firstSnapshotDone, t1 + SETTLE_BOUND_MS, 1000);
       console.log(`settled (every table's first snapshot done) ${((performance.now() - t1) / 1000).toFixed(1)} s after the last start${left > 0 ? `: ${left} tables still not, sealing anyway` : ''}`);
     }
 
+    const processCpu = () => ({ server: server ? (cpuSeconds(server.pid) ?? 0) : 0, workers: workers.reduce((a, w) => a + (cpuSeconds(w.pid!) ?? 0), 0) });
+    if (IDLE > 0 && IDLE_WINDOW_MS > 0) {
+      // Every table is up and nobody writes: what the fleet costs when it is idle.
+      const c0 = processCpu();
+      const w0 = performance.now();
+      await sleep(IDLE_WINDOW_MS);
+      const c1 = processCpu();
+      const secs = (performance.now() - w0) / 1000;
+      const perTableHour = (cpu: number) => ((cpu * 1000) / all.length) * (3600 / secs);
+      console.log(`idle window (${all.length} tables up, none written, ${secs.toFixed(0)} s): server ${(c1.server - c0.server).toFixed(1)} s CPU, workers ${(c1.workers - c0.workers).toFixed(1)} s; per table-hour: server ${perTableHour(c1.server - c0.server).toFixed(1)} ms, workers ${perTableHour(c1.workers - c0.workers).toFixed(1)} ms`);
+    }
     const bench0 = process.cpuUsage();
     // Cores busy by minute (server + workers + this process): where the machine ran out.
     const busyByMinute: string[] = [];
@@ -290,11 +309,28 @@ async function main(): Promise<void> {
     for (const r of await liveRecords(root)) {
       console.log(`worker ${r.pid}: unmarked claim takes ${r.unmarkedTakes ?? 0}, mark waits ${r.markWaits?.count ?? 0} (mean ${((r.markWaits?.totalMs ?? 0) / Math.max(1, r.markWaits?.count ?? 0)).toFixed(1)} ms, max ${(r.markWaits?.maxMs ?? 0).toFixed(0)} ms), eager activity tasks asked/granted/used ${r.eager?.asked ?? 0}/${r.eager?.granted ?? 0}/${r.eager?.used ?? 0}, reserved ${mib(r.reservedBytes)} of ${mib(r.budgetBytes)}, claim ${mib(r.claimBytes)}, waiting ${r.waiting}`);
     }
+    if (IDLE > 0) {
+      // The idle tables during the run: what they added to the server's and workers' work.
+      let tasks = 0;
+      let idleEvents = 0;
+      for (let i = 0; i < idleNames.length; i += 50) {
+        await Promise.all(
+          idleNames.slice(i, i + 50).map(async (name) => {
+            const ev = ((await client.workflow.getHandle(workflowIdForTable(name)).fetchHistory()).events ?? []).filter((e) => Number(e.eventTime?.seconds ?? 0) * 1000 >= startEpoch);
+            idleEvents += ev.length;
+            tasks += ev.filter((e) => e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED).length;
+          }),
+        );
+      }
+      const tableHours = (IDLE * runSecs) / 3600;
+      console.log(`idle tables during the run: ${tasks} workflow tasks, ${idleEvents} history events (${(tasks / tableHours).toFixed(2)} tasks per idle table-hour), ${((100 * tasks) / Math.max(1, wftRun.length + tasks)).toFixed(1)}% of all workflow tasks`);
+    }
     // Falling behind is a result (reported above), not a failure; errors are.
     process.exitCode = failures.length === 0 ? 0 : 1;
   } finally {
-    for (let i = 0; i < names.length; i += 100) {
-      await Promise.all(names.slice(i, i + 100).map((n) => client.workflow.getHandle(workflowIdForTable(n)).terminate('benchmark done').catch(() => undefined)));
+    const everyName = [...names, ...idleNames];
+    for (let i = 0; i < everyName.length; i += 100) {
+      await Promise.all(everyName.slice(i, i + 100).map((n) => client.workflow.getHandle(workflowIdForTable(n)).terminate('benchmark done').catch(() => undefined)));
     }
     for (const w of workers) await stopProcess(w);
     await client.connection.close();

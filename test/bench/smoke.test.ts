@@ -41,7 +41,7 @@ test('writer-ceiling: seals and raw writes of the same bytes, side by side', asy
 });
 
 test('many-tables: every seal is merged and answered, no workflow task timeouts', async () => {
-  const out = await bench('many-tables.ts', ['--tables', '3', '--workers', '1', '--minutes', '0.1', '--interval-secs', '2']);
+  const out = await bench('many-tables.ts', ['--tables', '3', '--idle', '2', '--idle-window-secs', '2', '--workers', '1', '--minutes', '0.1', '--interval-secs', '2']);
   expect(out).toMatch(/not merged within 60 s after the end 0, failures 0/);
   expect(out).toMatch(/workflow task timeouts 0, workflow task failures 0/);
   expect(out).toMatch(/^worker 1: CPU [\d.]+ s/m);
@@ -52,6 +52,8 @@ test('many-tables: every seal is merged and answered, no workflow task timeouts'
   expect(out).toMatch(/eager activity tasks asked\/granted\/used \d+\/\d+\/\d+/);
   expect(out).toMatch(/^settled \(every table's first snapshot done\) [\d.]+ s after the last start$/m);
   expect(out).toMatch(/cores busy by minute \(server, workers and bench, of \d+\):/);
+  expect(out).toMatch(/^idle window \(5 tables up, none written, \d+ s\): server [\d.]+ s CPU, workers [\d.]+ s; per table-hour: server [\d.]+ ms, workers [\d.]+ ms$/m);
+  expect(out).toMatch(/^idle tables during the run: \d+ workflow tasks, \d+ history events \([\d.]+ tasks per idle table-hour\), [\d.]+% of all workflow tasks$/m);
 });
 
 test('wait-merged-fanout: every waiting process answers with the version of the commit', async () => {
