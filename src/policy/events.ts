@@ -1,7 +1,7 @@
 import { foldCommitObservation, foldObservation, onModeChanged } from './adopted';
 import { clonePolicy } from './clone';
 import { advanceMerged, foldDemand, foldSnapshot, shardOf } from './fold';
-import { forceRun, markDone, scheduleNextSnapshot, snapshotSoon } from './idle';
+import { forceRun, hasChanged, markDone, scheduleNextSnapshot, snapshotSoon, spreadAfterQuiet } from './idle';
 import { isPeriodic, mergeUnitsOf, PERIODIC_KINDS } from './units';
 import { isMergeHead } from './order';
 import { nextDueMs, NEVER } from './time';
@@ -112,6 +112,7 @@ function ridersOf(state: TableState): Unit[] {
 function onCommitted(state: TableState, e: Ev<'committed'>, nowMs: number): void {
   const u = holder(state, e.unitId);
   if (!u) return;
+  const quiet = PERIODIC_KINDS.filter((k) => !hasChanged(state, k));
   // Folded first: the commit began at the grant, and its scan came after that.
   if (e.scan) onScan(state, e.scan, nowMs, state.turn?.sinceMs ?? -Infinity);
   const riders = ridersOf(state);
@@ -124,6 +125,7 @@ function onCommitted(state: TableState, e: Ev<'committed'>, nowMs: number): void
   state.version = Math.max(state.version, e.version);
   finish(state, u, nowMs, e.rows ?? 0, prevVersion);
   for (const r of riders) finish(state, r, nowMs, 0, prevVersion);
+  spreadAfterQuiet(state, quiet, nowMs);
   // A merge is activity: a writer is about, so a lost signal is looked for soon, unless
   // its preparation's or its commit's scan already looked, after the demand that made it.
   if (u.kind === 'merge' && !u.scanned && !e.scan) snapshotSoon(state, nowMs);

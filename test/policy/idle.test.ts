@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { initialState } from '../../src/policy';
 import type { Decision, Policy, PolicyEvent } from '../../src/policy/types';
 import { committed, demand, Driver, prepared, prepares, simPolicy, wakeAts } from './helpers';
+import { firstPhase } from '../../src/policy/phase';
 
 // The idle-cost rules of src/policy/idle.ts, example by example. The properties over
 // simulated runs (lost-signal bound, idle cost) are in idle-properties.test.ts.
@@ -294,18 +295,28 @@ describe('optimize, index and gc only after a change', () => {
     expect(prepares(d.decisions.slice(before))).toEqual([]);
   });
 
-  it('a kind whose period passed long ago runs right when the change comes', () => {
+  it('a kind whose period passed while nothing changed falls due at its own point of a period after the change, not at once', () => {
     const d = fresh();
     d.send({ type: 'timer' });
     idleUntil(d, 60 * MIN);
     d.at(61 * MIN).send(demand('s0', 1));
     d.send(prepared('merge/s0'));
     const ds = d.send(committed('merge/s0', 3));
-    expect(prepares(ds).map((p) => p.unit.id)).toEqual(['optimize', 'index', 'gc']);
+    expect(prepares(ds)).toEqual([]);
+    const commitAt = d.nowMs;
+    const ids = (x: Decision[]) => prepares(x).map((p) => p.unit.id);
+    const dues = (['optimize', 'index', 'gc'] as const).map((k) => ({ k, at: d.state.dueAtMs[k] })).sort((a, b) => a.at - b.at);
+    for (const { k, at } of dues) {
+      // The phase a new table's first run has: the same point of the period for every table of that name.
+      expect(at).toBe(commitAt + Math.ceil(d.state.policy.periodSecs[k] * 1000 * firstPhase('t', k)));
+      expect(ids(d.at(at).send({ type: 'timer' }))).toEqual([k]);
+    }
   });
 
   it("an optimize or index commit gives neither of the two new work; a merge during optimize's plan does", () => {
-    const d = afterOneMerge({ periodSecs: { optimize: 60, index: 60, gc: 0 } }, 60_000, 5);
+    // The merge before either kind's first due time, so both fall due at it (60 s).
+    const d = afterOneMerge({ periodSecs: { optimize: 60, index: 60, gc: 0 } }, 5_000, 5);
+    d.at(60_000).send({ type: 'timer' });
     d.send({ type: 'prepared', kind: 'optimize', unitId: 'optimize', needsCommit: true, prepared: null, attempts: 1 });
     d.send({ type: 'prepared', kind: 'index', unitId: 'index', needsCommit: true, prepared: null, attempts: 1 });
     d.at(61_000).send(committed(d.state.turn!.unitId, 6));
@@ -330,8 +341,8 @@ describe('optimize, index and gc only after a change', () => {
   });
 
   it('gc follows mergedThroughSeq, not the version', () => {
-    const d = afterOneMerge({ periodSecs: { optimize: 0, index: 0, gc: 60 } }, 60_000);
-    expect(prepares(d.last!.decisions).map((p) => p.unit.id)).toEqual(['gc']);
+    const d = afterOneMerge({ periodSecs: { optimize: 0, index: 0, gc: 60 } }, 5_000);
+    expect(prepares(d.at(60_000).send({ type: 'timer' })).map((p) => p.unit.id)).toEqual(['gc']);
     expect(d.state.periodic.gc.planned).toBe(2);
     d.send({ type: 'prepared', kind: 'gc', unitId: 'gc', needsCommit: true, prepared: null, attempts: 1 });
     d.at(61_000).send(committed('gc', 5));
@@ -377,7 +388,10 @@ describe('optimize, index and gc only after a change', () => {
     expect(d.state.noIndices).toBe(false);
     d.at(at + 12 * 60_000).send(demand('s0', 4));
     d.send(prepared('merge/s0'));
-    expect(ids(d.send(committed('merge/s0', 10)))).toEqual(['index']);
+    // Its period came round while nothing changed: due at its point of a period after this commit.
+    expect(ids(d.send(committed('merge/s0', 10)))).toEqual([]);
+    expect(d.state.dueAtMs.index).toBeGreaterThan(d.nowMs);
+    expect(ids(d.at(d.state.dueAtMs.index).send({ type: 'timer' }))).toEqual(['index']);
   });
 
   it('index plans recorded without the count (older runs) keep planning every period', () => {
