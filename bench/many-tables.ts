@@ -159,7 +159,11 @@ async function main(): Promise<void> {
     const bench0 = process.cpuUsage();
     // Cores busy by minute (server + workers + this process): where the machine ran out.
     const busyByMinute: string[] = [];
-    const cpuNow = () => (server ? (cpuSeconds(server.pid) ?? 0) : 0) + workers.reduce((a, w) => a + (cpuSeconds(w.pid!) ?? 0), 0) + (process.cpuUsage().user + process.cpuUsage().system) / 1e6;
+    const cpuNow = () => {
+      const c = processCpu();
+      const own = process.cpuUsage();
+      return c.server + c.workers + (own.user + own.system) / 1e6;
+    };
     let lastCpu = { at: performance.now(), cpu: cpuNow() };
     const sampler = setInterval(() => {
       const now = { at: performance.now(), cpu: cpuNow() };
