@@ -25,7 +25,7 @@ export const workflowArgsFor = (meta: TableMeta): TableWorkflowArgs => ({
 
 /** How stale the pressure a writer acts on may be: one read of it per writer per interval. */
 const PRESSURE_REFRESH_MS = 500;
-/** How stale the pressure's limits (hardBacklog, maxWriteDelayMs: the table's policy) may be: one query per writer per interval. */
+/** How stale the pressure's limits (hardBacklog, maxWriteDelayMs: the table's policy) may be while the pressure is above 0: one query per writer per interval. */
 const LIMITS_REFRESH_MS = 30_000;
 /** A pressure read gives up after this long: an unreachable cluster must not stall seals. */
 const PRESSURE_READ_TIMEOUT_MS = 2000;
@@ -82,20 +82,26 @@ export class TableWriter {
 
   /**
    * The background refresh: the backlog and pressure the table publishes in its search
-   * attributes (describe), with the limits of the last query; a query only every 30 s
-   * (the policy may change) or while none has answered. A query is answered by a worker,
-   * and one that reaches a worker's cached run while the run's events move on is how a
-   * copy came to decide what its history cannot repeat (workflows/stale-cache-guard.ts,
-   * QUERY_TAIL): writers asked twice a second each, now once in 30 s. The table publishes
-   * every change of pressure at once (workflows/ui.ts). write() runs it; public for tests.
+   * attributes (describe), with the limits (hardBacklog, maxWriteDelayMs) of the last
+   * query. A query is answered by a worker and costs the server and that worker a task,
+   * so it is asked only when the limits can act: while the published pressure is above 0
+   * and the last answer is over 30 s old (the policy may change), or while none has
+   * answered. At pressure 0 the backlog is at most softBacklog, below hardBacklog, and
+   * the delay is 0 whatever the limits: a healthy table's writers never query it (a
+   * steady writer sealing once a minute asked once per seal). One that reaches a worker's
+   * cached run while the run's events move on is also how a copy came to decide what its
+   * history cannot repeat (workflows/stale-cache-guard.ts, QUERY_TAIL). The table
+   * publishes every change of pressure at once (workflows/ui.ts). write() runs it; public
+   * for tests.
    */
   async refreshInBackground(): Promise<WritePressure | undefined> {
-    if (!this.pressure || Date.now() - this.limitsAtMs >= LIMITS_REFRESH_MS) return this.refreshPressure();
+    if (!this.pressure) return this.refreshPressure();
     await this.read(async () => {
       const published = await this.tables.publishedPressure(this.meta.name);
       // A newer query may have answered meanwhile; the published numbers join its limits.
       if (published && this.pressure) this.pressure = { ...this.pressure, ...published };
     });
+    if (this.pressure && this.pressure.writePressure > 0 && Date.now() - this.limitsAtMs >= LIMITS_REFRESH_MS) return this.refreshPressure();
     return this.pressure;
   }
 

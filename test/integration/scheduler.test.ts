@@ -226,7 +226,7 @@ test('a generation whose demand signal was lost is found by the periodic snapsho
   await recordHistory(h.client, handle, 'snapshot-recovery');
 });
 
-test('a writer follows the backlog the table publishes (describe), and queries the workflow only for its limits', async () => {
+test('a writer follows the backlog the table publishes (describe), and queries the workflow for its limits only while they can act', async () => {
   const { table, writer } = await newTable('published', { ...QUIET, softBacklog: 0, hardBacklog: 10, maxWriteDelayMs: 1000 });
   await h.tables.pause(table, { kind: 'merge' });
   await eventually(async () => (await h.tables.status(table)).pausedKinds.includes('merge'), 'pause applied');
@@ -249,8 +249,24 @@ test('a writer follows the backlog the table publishes (describe), and queries t
     expect(Date.now() - before).toBeGreaterThanOrEqual(300);
     // Every read since the first query was a describe: the limits are asked for every 30 s.
     expect(queries).not.toHaveBeenCalled();
-    await h.tables.resume(table, { kind: 'merge' });
-    await expectExact(table, load);
+    // 31 s later, with the pressure above 0, the limits are asked for once more.
+    const realNow = Date.now;
+    const clock = vi.spyOn(Date, 'now').mockImplementation(() => realNow() + 31_000);
+    try {
+      await eventually(async () => (await writer.refreshInBackground())?.writePressure === 0.4, 'writer knows pressure 0.4');
+      expect(queries).toHaveBeenCalledTimes(1);
+      await h.tables.resume(table, { kind: 'merge' });
+      await expectExact(table, load);
+      await eventually(async () => (await writer.refreshInBackground())?.writePressure === 0, 'writer knows pressure 0');
+      // At pressure 0 the limits cannot act (no delay, backlog below hardBacklog): however
+      // old they are, reads stay describes.
+      clock.mockImplementation(() => realNow() + 62_000);
+      queries.mockClear(); // the test's own status reads above went through it too
+      expect((await writer.refreshInBackground())?.writePressure).toBe(0);
+      expect(queries).not.toHaveBeenCalled();
+    } finally {
+      clock.mockRestore();
+    }
   } finally {
     queries.mockRestore();
   }
