@@ -1,6 +1,7 @@
 import { setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
-import { backlogOf, formatDrain, headroomLine, justGrantedDirect, statusView, type DrainEstimate } from '../src/policy';
+import { backlogOf, formatDrain, headroomLine, justGrantedBrief, statusView, type DrainEstimate } from '../src/policy';
 import type { TableState } from '../src/policy/types';
+import type { UnitHistory } from '../src/policy/unit-history';
 import * as sa from './search-attributes';
 
 // What the Temporal UI shows of a table: search attributes (durable, filterable) upserted
@@ -13,21 +14,22 @@ import * as sa from './search-attributes';
 // periodic snapshot brings it up to date). Writers read the pressure from here (describe,
 // src/client/table-writer.ts), so it must not wait for a next event that may not come
 // (merges paused, say); it only moves while the table is behind its writers.
-// A direct merge (one small generation) that has just taken the turn is not published:
-// its commit is over in ~100 ms, before a list could show it, and publishing it and its
-// end was two of the 16 events of every such seal. If a later activation still sees it
-// holding the turn, that one publishes it.
+// A turn expected to be brief (a direct merge, or maintenance whose last commit took
+// under a second: src/policy/brief-turn.ts) is not published when it is granted: it is
+// over before a list could show it, and publishing it and its end were two history
+// events per turn. If a later activation still sees it holding the turn, that one
+// publishes it.
 const NUMBERS_EVERY_MS = 1000;
 
 /** One publisher per workflow run: it remembers what it last upserted and when. */
-export function createUiPublisher(): (st: TableState, stalled: boolean, nowMs: number, drain: DrainEstimate) => void {
+export function createUiPublisher(): (st: TableState, history: UnitHistory, stalled: boolean, nowMs: number, drain: DrainEstimate) => void {
   let last: Published | null = null;
   let lastAtMs = 0;
-  return (st, stalled, nowMs, drain) => {
+  return (st, history, stalled, nowMs, drain) => {
     const next = published(st, stalled);
     const changed = JSON.stringify(next) !== JSON.stringify(last);
     const urgent = last === null || categorical(next) !== categorical(last);
-    const brief = last !== null && justGrantedDirect(st, nowMs);
+    const brief = last !== null && justGrantedBrief(st, history, nowMs);
     if (changed && !brief && (urgent || nowMs - lastAtMs >= NUMBERS_EVERY_MS)) {
       upsert(next);
       last = next;

@@ -22,7 +22,7 @@ export {
 } from './order';
 export { foldDemand, foldSnapshot } from './fold';
 export { earliestWake, nextWakeAt, wakeReason, type Wake } from './wake';
-export { justGrantedDirect } from './brief-turn';
+export { justGrantedBrief, justGrantedDirect } from './brief-turn';
 export { NEVER } from './time';
 export { factsOf, seqHorizon, refuseDemand, refuseAwaitMerged, refuseBump, refusePause, refuseResume, type TableFacts } from './request-checks';
 export { rateSample, addRateSample, estimateDrain, formatDrain, DRAIN_WINDOW_MS, DRAIN_SAMPLE_EVERY_MS, type RateSample, type DrainEstimate, type DrainState } from './drain-eta';
