@@ -40,7 +40,9 @@ import { PROJECT_ROOT } from '../src/util/project-paths';
 import { isS3, joinLoc } from '../src/storage/location';
 import { lanceStorageOptions } from '../src/storage/s3-env';
 import { benchS3, benchServer, startWorkerProcess, stopProcess } from './support';
-import { KEY, KEY_STRIDE, makeBatch, openTableAt, pct, rng, splitTableUri, writtenBytes, type WriterLogLine, type WriterModel } from './contention/rows';
+import { adoptedLocation } from '../src/storage/adopted-table';
+import { KEY, KEY_STRIDE, openOutsideTable, type WriterModel } from '../test/support/outside-table';
+import { makeBatch, pct, rng, writtenBytes, type WriterLogLine } from './contention/rows';
 import { readWriterModel, verifyTable, type VerifyResult } from './contention/verify';
 import { TableWatch, type WriteAccount } from './contention/table-watch';
 import type { OptimizeLogLine } from './contention/optimizer';
@@ -212,7 +214,7 @@ async function waitStatus(name: string, env: NodeJS.ProcessEnv, done: (s: Turnst
 
 /** A fresh Lance table of the initial rows (writer 0, seq 0) with a BTREE on the key, as an outside application makes it. */
 async function createOutsideTable(uri: string): Promise<void> {
-  const { db, name } = splitTableUri(uri);
+  const { db, name } = adoptedLocation(uri);
   const conn = await lancedb.connect(db, isS3(uri) ? { storageOptions: lanceStorageOptions() } : {});
   const tbl = await conn.createTable(name, makeBatch(Array.from({ length: INITIAL_ROWS }, (_, i) => i), 0, 0));
   await tbl.createIndex(KEY, { config: lancedb.Index.btree() });
@@ -283,7 +285,7 @@ async function run(regime: string, writers: number, tmp: string, base: string): 
 
     const watch = new TableWatch(uri);
     await watch.baseline();
-    const tbl = await openTableAt(uri);
+    const tbl = await openOutsideTable(uri);
 
     // ---- writers (and a's optimizer), started together
     const writerArgs = (w: number) => [
@@ -382,7 +384,7 @@ async function run(regime: string, writers: number, tmp: string, base: string): 
     // ---- check the table against the writers' models, then time point lookups
     const models = ws.map((_, i) => readWriterModel(path.join(logs, `writer-${i + 1}.jsonl`))).filter((m): m is WriterModel => m !== null);
     if (models.length < writers) console.log(`${tag}: ${writers - models.length} writer(s) wrote no summary; their keys are not checked`);
-    const fresh = await openTableAt(uri);
+    const fresh = await openOutsideTable(uri);
     const verify = await verifyTable(fresh, models, INITIAL_ROWS);
     const { p50: pointP50, p99: pointP99 } = await pointLookups(fresh, models);
     fresh.close();

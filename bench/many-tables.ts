@@ -231,6 +231,7 @@ async function main(): Promise<void> {
     let wftFailures = 0;
     const events: number[] = [];
     const eventTypes = new Map<string, number>();
+    const timersByWhat = new Map<string, { started: number; fired: number; canceled: number }>();
     const wftQueue: number[] = [];
     const wftRun: number[] = [];
     const timeouts: Record<string, number> = {};
@@ -257,6 +258,7 @@ async function main(): Promise<void> {
           }
           const ev = h.events ?? [];
           events.push(ev.length);
+          countTimers(ev, timersByWhat);
           for (const e of ev) {
             const t = E[e.eventType ?? 0]?.replace('EVENT_TYPE_', '') ?? String(e.eventType);
             eventTypes.set(t, (eventTypes.get(t) ?? 0) + 1);
@@ -297,6 +299,8 @@ async function main(): Promise<void> {
     console.log(['where the time went (from the histories):', line('workflow task queue', wftQueue), line('workflow task run', wftRun), line('activity queue', activityQueue), ...[...queueByType].map(([t, v]) => line(`  queue of ${t}`, v)), ...[...activityRun].map(([t, v]) => line(`activity ${t}`, v))].join('\n'));
     console.log(`per seal: ${(ev.sum / Math.max(1, sealed)).toFixed(1)} history events, ${(wftRun.length / Math.max(1, sealed)).toFixed(2)} workflow tasks, ${(activityQueue.length / Math.max(1, sealed)).toFixed(2)} activities`);
     console.log(`  by type: ${[...eventTypes].sort((a, b) => b[1] - a[1]).map(([t, n]) => `${t.toLowerCase()} ${(n / Math.max(1, sealed)).toFixed(2)}`).join(', ')}`);
+    const perSeal = (n: number) => (n / Math.max(1, sealed)).toFixed(2);
+    console.log(`  timers by what they waited for (started/fired/canceled per seal): ${[...timersByWhat].sort((a, b) => b[1].started - a[1].started).map(([w, n]) => `${w} ${perSeal(n.started)}/${perSeal(n.fired)}/${perSeal(n.canceled)}`).join(', ')}`);
     console.log(`history events per table: p50 ${ev.p50}  max ${Math.max(0, ...events)}  (${perHour(ev.p50).toFixed(0)} per table per hour at p50)`);
     const d = (a: number | null, b: number | null) => (a === null || b === null ? null : b - a);
     const serverCpu = d(cpu0.server, cpu1.server);
@@ -347,3 +351,29 @@ main().catch((e: unknown) => {
   console.error(`many-tables: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
   process.exitCode = 1;
 });
+
+/**
+ * Timers of one history by what they waited for: the summary the workflow gave each
+ * (workflows/timers.ts), up to its first parenthesis or digit, so "promote merge/s0 to
+ * class 1 (waited 60 s)" and "optimize due (every 300 s)" each count as one kind.
+ */
+function countTimers(ev: readonly temporal.api.history.v1.IHistoryEvent[], into: Map<string, { started: number; fired: number; canceled: number }>): void {
+  const what = new Map<string, string>();
+  for (const e of ev) {
+    const a = e.timerStartedEventAttributes;
+    if (e.eventType === E.EVENT_TYPE_TIMER_STARTED && a?.timerId) {
+      const data = e.userMetadata?.summary?.data;
+      const summary = data ? (JSON.parse(Buffer.from(data).toString('utf8')) as string) : '(none)';
+      const w = summary.split(/[(0-9]/)[0]!.trim() || summary;
+      what.set(a.timerId, w);
+      const n = into.get(w) ?? { started: 0, fired: 0, canceled: 0 };
+      into.set(w, { ...n, started: n.started + 1 });
+    }
+    const id = e.timerFiredEventAttributes?.timerId ?? e.timerCanceledEventAttributes?.timerId;
+    const w = id ? what.get(id) : undefined;
+    if (w === undefined) continue;
+    const n = into.get(w)!;
+    if (e.eventType === E.EVENT_TYPE_TIMER_FIRED) n.fired++;
+    else if (e.eventType === E.EVENT_TYPE_TIMER_CANCELED) n.canceled++;
+  }
+}

@@ -12,7 +12,8 @@
 import fs from 'node:fs';
 import readline from 'node:readline';
 import { parseArgs } from 'node:util';
-import { openTableAt, writtenBytes } from './rows';
+import { openOutsideTable } from '../../test/support/outside-table';
+import { writtenBytes } from './rows';
 
 const { values: opt } = parseArgs({
   options: { uri: { type: 'string' }, log: { type: 'string' }, every: { type: 'string', default: '60' }, retention: { type: 'string', default: '60' } },
@@ -36,7 +37,7 @@ export type OptimizeLogLine =
   | { type: 'end'; wchar: number | null };
 
 async function main(): Promise<void> {
-  const tbl = await openTableAt(opt.uri!);
+  const tbl = await openOutsideTable(opt.uri!);
   const out = fs.openSync(opt.log!, 'w');
   let stopping = false;
   let wake: (() => void) | null = null;

@@ -1,20 +1,14 @@
 import fs from 'node:fs';
-import path from 'node:path';
-import * as lancedb from '@lancedb/lancedb';
 import { arrow, type ArrowTable } from '../../src/storage/arrow';
-import { isS3 } from '../../src/storage/location';
-import { lanceStorageOptions } from '../../src/storage/s3-env';
 import { mulberry32 } from '../../src/util/mulberry32';
+import { KEY, type PayloadCheck, type WriterModel } from '../../test/support/outside-table';
 
-// What the contention bench's processes share: the row shape, the key scheme, a seeded
-// random source, and the writer's model (the final state each writer expects to find).
+// What the contention bench's processes share: the row shape (a vector payload), a
+// seeded random source and the writers' log lines. The key scheme, the writer's model
+// and the check of a table against the models are the outside writer's of the tests
+// (test/support/outside-table.ts).
 
-/** Initial rows have keys 0..N-1; writer w (1-based) inserts keys w * KEY_STRIDE + i, so writers never share a key. */
-export const KEY_STRIDE = 1_000_000_000;
 export const VALUE_DIM = 24; // 24 float32: a 96-byte payload, as the bench's rows are meant to be ~100 bytes
-
-/** The columns: key `id`, writer id (0 = the initial load), the writer's batch number, and the payload. */
-export const KEY = 'id';
 
 const fsl = () => new arrow.FixedSizeList(VALUE_DIM, new arrow.Field('item', new arrow.Float32(), true));
 
@@ -45,20 +39,14 @@ export function makeBatch(keys: readonly number[], writer: number, seq: number):
 /** Element j of a row's payload; exact in float32 (a multiple of 1/1024 below 1). */
 export const payload = (key: number, seq: number, j: number): number => ((key * 31 + seq * 17 + j * 7) % 1024) / 1024;
 
+/** These rows' payload as the check of a table against the models reads it: its first and last element. */
+export const VECTOR_PAYLOAD: PayloadCheck = {
+  column: 'value',
+  matches: (v, key, seq) => v !== null && [0, VALUE_DIM - 1].every((j) => (v as { get(j: number): number }).get(j) === payload(key, seq, j)),
+};
+
 /** The same sequence for the same seed in every process. */
 export const rng = mulberry32;
-
-/**
- * What a writer committed: key keyBase + i was last written with seq seqs[i]. A batch
- * that still failed when the writer stopped is `pending`: its keys may hold either
- * their previous seq (or be absent, when new) or the pending one.
- */
-export interface WriterModel {
-  writer: number;
-  keyBase: number;
-  seqs: number[];
-  pending: { seq: number; keys: number[] } | null;
-}
 
 /** A line of a writer's log: one per committed batch, one per failed attempt, and the summary at the end. */
 export type WriterLogLine =
@@ -84,21 +72,6 @@ export type WriterLogLine =
       lastSeqs?: Record<string, number>;
       model: WriterModel;
     };
-
-/** Where a Lance table directory lives: its database (parent directory) and table name, and how to connect. */
-export function splitTableUri(uri: string): { db: string; name: string } {
-  const trimmed = uri.replace(/\/+$/, '');
-  const base = path.posix.basename(trimmed);
-  if (!base.endsWith('.lance')) throw new Error(`--uri: ${JSON.stringify(uri)} is not a Lance table directory (NAME.lance)`);
-  return { db: trimmed.slice(0, trimmed.length - base.length - 1), name: base.slice(0, -'.lance'.length) };
-}
-
-/** A handle on the table at `uri` that sees every commit at once (readConsistencyInterval 0). */
-export async function openTableAt(uri: string): Promise<lancedb.Table> {
-  const { db, name } = splitTableUri(uri);
-  const conn = await lancedb.connect(db, { readConsistencyInterval: 0, ...(isS3(uri) ? { storageOptions: lanceStorageOptions() } : {}) });
-  return conn.openTable(name);
-}
 
 /**
  * Bytes a process has handed to write calls so far (wchar of /proc/PID/io): every file

@@ -20,7 +20,8 @@ import fs from 'node:fs';
 import readline from 'node:readline';
 import { parseArgs } from 'node:util';
 import type * as lancedb from '@lancedb/lancedb';
-import { KEY, KEY_STRIDE, makeBatch, openTableAt, pct, rng, writtenBytes, type WriterLogLine, type WriterModel } from './rows';
+import { KEY, KEY_STRIDE, openOutsideTable, type WriterModel } from '../../test/support/outside-table';
+import { makeBatch, pct, rng, writtenBytes, type WriterLogLine } from './rows';
 
 const { values: opt } = parseArgs({
   options: {
@@ -68,7 +69,7 @@ const firstLine = (e: unknown): string => (e instanceof Error ? e.message : Stri
 type Commit = (keys: number[], seq: number) => Promise<{ inserted: number; updated: number; attempts: number }>;
 
 async function lanceCommitter(): Promise<{ commit: Commit; close(): Promise<void> }> {
-  const tbl: lancedb.Table = await openTableAt(need('uri'));
+  const tbl: lancedb.Table = await openOutsideTable(need('uri'));
   return {
     commit: async (keys, seq) => {
       const r = await tbl.mergeInsert(KEY).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(makeBatch(keys, WRITER, seq));

@@ -11,7 +11,7 @@ import { STICKY_QUEUE_TIMEOUT_SECS } from '../../src/worker/create-worker';
 import { eventually, startHarness, STORAGES, uniqueName, type Harness, type StorageKind } from '../support/harness';
 import { activityRuns, ms, type ActivityRun } from '../support/history';
 import { startWorkerProcess, startWriters, TableWatcher, turnstile, type WorkerProcess, type Writers } from '../support/adopted-run';
-import { createOutsideTable, KEY, openOutsideTable, verifyOutside } from '../support/outside-table';
+import { createOutsideTable, KEY, openOutsideTable, verifyAgainstModels } from '../support/outside-table';
 
 // An adopted table end to end, against outside writers that never stop: Lance tables
 // that other processes write directly (mergeInsert batches, here 3 writer processes of
@@ -331,7 +331,7 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
       const hung = stopped.filter((w) => w.killed).map((w) => `writer ${w.writer}: batch ${w.inFlight?.seq} in flight ${((stopAt - (w.inFlight?.sinceMs ?? stopAt)) / 1000).toFixed(0)} s at the stop`);
       if (hung.length > 0) notes.push(`hung: ${hung.join('; ')}`);
       expect.soft(hung, 'outside writers that did not end their batch').toEqual([]);
-      const verified = await verifyOutside(await openOutsideTable(uri), models, INITIAL_ROWS);
+      const verified = await verifyAgainstModels(await openOutsideTable(uri), models, INITIAL_ROWS);
       notes.push(`verify: ${JSON.stringify({ ...verified, examples: undefined })}`);
       expect(verified.examples).toEqual([]);
       expect(verified).toMatchObject({ duplicateKeys: 0, missing: 0, wrong: 0, extra: 0 });

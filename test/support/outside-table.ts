@@ -1,13 +1,14 @@
 import fs from 'node:fs';
-import path from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
 import { arrow, type ArrowTable } from '../../src/storage/arrow';
+import { adoptedLocation } from '../../src/storage/adopted-table';
 import { lanceConnectOptions } from '../../src/storage/lance-table';
 
 // A Lance table as an application writes it, outside Turnstile: key `id` (int64), the
 // writer and batch that last wrote each row, and a payload that is a function of both,
 // so a row read back tells which write it holds. Shared by the outside writer process
-// (fixtures/outside-writer.ts) and the tests that check the table against the writers.
+// (fixtures/outside-writer.ts), the tests that check the table against the writers, and
+// the contention bench (bench/contention/), whose rows carry a vector payload instead.
 
 export const KEY = 'id';
 /** The initial rows have keys 0..N-1; writer w (from 1) writes keys w * KEY_STRIDE + i, so writers never share a key. */
@@ -26,23 +27,15 @@ export function makeBatch(keys: readonly number[], writer: number, seq: number):
   });
 }
 
-/** `<db>/<name>.lance`, local or s3://, as lancedb.connect(db).openTable(name) takes it. */
-export function splitTableUri(uri: string): { db: string; name: string } {
-  const trimmed = uri.replace(/\/+$/, '');
-  const base = path.posix.basename(trimmed);
-  if (!base.endsWith('.lance')) throw new Error(`${JSON.stringify(uri)} is not a Lance table directory (NAME.lance)`);
-  return { db: trimmed.slice(0, trimmed.length - base.length - 1), name: base.slice(0, -'.lance'.length) };
-}
-
 /** A handle that sees every commit at once (readConsistencyInterval 0). */
 export async function openOutsideTable(uri: string): Promise<lancedb.Table> {
-  const { db, name } = splitTableUri(uri);
+  const { db, name } = adoptedLocation(uri);
   return (await lancedb.connect(db, { readConsistencyInterval: 0, ...lanceConnectOptions(db) })).openTable(name);
 }
 
 /** The application's table: `rows` initial rows (writer 0, seq 0) and a BTREE on the key. */
 export async function createOutsideTable(uri: string, rows: number): Promise<void> {
-  const { db, name } = splitTableUri(uri);
+  const { db, name } = adoptedLocation(uri);
   const tbl = await (await lancedb.connect(db, lanceConnectOptions(db))).createTable(name, makeBatch(Array.from({ length: rows }, (_, i) => i), 0, 0));
   await tbl.createIndex(KEY, { config: lancedb.Index.btree() });
   tbl.close();
@@ -114,26 +107,48 @@ export function readWriterLog(file: string, writer: number): WriterRun {
 
 export interface Verified {
   rows: number;
+  /** Model keys checked (initial rows + every writer's keys). */
   expected: number;
+  /** Keys that occur more than once, and the rows beyond the first of each. */
   duplicateKeys: number;
+  duplicateRows: number;
   /** Model keys not in the table. */
   missing: number;
-  /** Rows that hold another write than their key's last committed one. */
+  /** Rows whose writer, seq or payload is not the last committed write of their key. */
   wrong: number;
   /** Rows of keys no model has. */
   extra: number;
+  /** Keys of a writer's pending batch (failed or cut off when it stopped): either state is accepted. */
+  pendingKeys: number;
+  ok: boolean;
   /** Up to 5 examples of what was wrong. */
   examples: string[];
 }
 
-/** Reads the whole table and compares it with the writers' models and the initial rows. */
-export async function verifyOutside(tbl: lancedb.Table, models: readonly WriterModel[], initialRows: number): Promise<Verified> {
+/** How a row shape carries its write: the payload column and whether a row's payload is that of (key, seq). */
+export interface PayloadCheck {
+  column: string;
+  matches(payload: unknown, key: number, seq: number): boolean;
+}
+
+/** This module's rows: a ~100-character string. */
+export const STRING_PAYLOAD: PayloadCheck = { column: 'payload', matches: (p, key, seq) => p === payloadOf(key, seq) };
+
+/**
+ * Reads the whole table (key, writer, seq and payload) and compares it with the writers'
+ * models: every key exactly once, holding the writer, seq and payload of its last
+ * committed write, and no row that no model accounts for. Keys 0..initialRows-1 were
+ * loaded with writer 0 and seq 0 and no writer touches them.
+ */
+export async function verifyAgainstModels(tbl: lancedb.Table, models: readonly WriterModel[], initialRows: number, payload: PayloadCheck = STRING_PAYLOAD): Promise<Verified> {
   const expect = new Map<number, { writer: number; seqs: number[] }>();
   for (let k = 0; k < initialRows; k++) expect.set(k, { writer: 0, seqs: [0] });
   const maybeAbsent = new Set<number>();
+  let pendingKeys = 0;
   for (const m of models) {
     m.seqs.forEach((seq, i) => expect.set(m.keyBase + i, { writer: m.writer, seqs: [seq] }));
     for (const k of m.pending?.keys ?? []) {
+      pendingKeys++;
       const prev = expect.get(k);
       if (prev) prev.seqs.push(m.pending!.seq);
       else {
@@ -148,8 +163,8 @@ export async function verifyOutside(tbl: lancedb.Table, models: readonly WriterM
   let rows = 0;
   let wrong = 0;
   let extra = 0;
-  for (const batch of (await tbl.query().select([KEY, 'writer', 'wseq', 'payload']).toArrow()).batches) {
-    const [ids, writers, seqs, payloads] = [KEY, 'writer', 'wseq', 'payload'].map((c) => batch.getChild(c)!);
+  for (const batch of (await tbl.query().select([KEY, 'writer', 'wseq', payload.column]).toArrow()).batches) {
+    const [ids, writers, seqs, payloads] = [KEY, 'writer', 'wseq', payload.column].map((c) => batch.getChild(c)!);
     for (let i = 0; i < batch.numRows; i++) {
       rows++;
       const k = Number(ids!.get(i));
@@ -162,16 +177,19 @@ export async function verifyOutside(tbl: lancedb.Table, models: readonly WriterM
       }
       const w = Number(writers!.get(i));
       const s = Number(seqs!.get(i));
-      if (w !== e.writer || !e.seqs.includes(s) || payloads!.get(i) !== payloadOf(k, s)) {
+      const okPayload = payload.matches(payloads!.get(i), k, s);
+      if (w !== e.writer || !e.seqs.includes(s) || !okPayload) {
         wrong++;
-        note(`key ${k}: writer ${w} seq ${s}, expected writer ${e.writer} seq ${e.seqs.join(' or ')}`);
+        note(`key ${k}: writer ${w} seq ${s}${okPayload ? '' : ' (payload not of that write)'}, expected writer ${e.writer} seq ${e.seqs.join(' or ')}`);
       }
     }
   }
   let duplicateKeys = 0;
+  let duplicateRows = 0;
   for (const [k, n] of seen) {
     if (n > 1) {
       duplicateKeys++;
+      duplicateRows += n - 1;
       note(`key ${k} occurs ${n} times`);
     }
   }
@@ -182,5 +200,5 @@ export async function verifyOutside(tbl: lancedb.Table, models: readonly WriterM
       note(`key ${k} is missing`);
     }
   }
-  return { rows, expected: expect.size, duplicateKeys, missing, wrong, extra, examples };
+  return { rows, expected: expect.size, duplicateKeys, duplicateRows, missing, wrong, extra, pendingKeys, ok: duplicateKeys + missing + wrong + extra === 0, examples };
 }
