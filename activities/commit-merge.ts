@@ -2,13 +2,14 @@ import { arrow, CorruptArrowFileError, readIpcFileBytes, type ArrowTable } from 
 import { conditionalUpsert, lanceTableDir, openLanceTable, openOrCreateLanceTable } from '../src/storage/lance-table';
 import { readSealed } from '../src/storage/generation-store';
 import { readTableMeta } from '../src/storage/table-meta';
-import { commitReservation, withReservation } from './memory-reservations';
+import { commitReservation, ridersReservation, withReservation } from './memory-reservations';
 import type { CommitMergeInput, CommitResult, PreparedMerge } from './contract';
 import { mergeDeadlineMs } from './deadlines';
 import type { ActivityDeps } from './deps';
 import { fail, isNotFound } from './failures';
 import { addLanceBytes } from './lance-cost';
 import { prepare } from './prepare-merge';
+import { runRiders } from './ride-maintenance';
 import { ProgressReporter } from './progress';
 import { costMeter, type CostMeter } from './unit-cost';
 
@@ -63,10 +64,17 @@ export function makeCommitMerge(deps: ActivityDeps) {
     const scanning = readSealed(deps.dataRoot, input.table);
     scanning.catch(() => undefined); // awaited below; a failure is the activity's, after the commit
     const cost = costMeter(deps);
-    const { r, measured } = await withReservation(deps, commitReservation(bytes), () => cost.during(() => commit(deps, input, new ProgressReporter('commitMerge', deps.faults), cost)));
+    const progress = new ProgressReporter('commitMerge', deps.faults);
+    const maintain = input.maintain;
+    const { r, measured, maintained } = await withReservation(deps, commitReservation(bytes) + ridersReservation(Object.keys(maintain ?? {})), async () => {
+      const c = await cost.during(() => commit(deps, input, progress, cost));
+      // The maintenance riding the turn measures its own cost (it has its own history entries).
+      return { ...c, maintained: maintain ? await runRiders(deps, input.table, maintain, progress) : undefined };
+    });
     const t = performance.now();
     const scan = await cost.during(() => scanning);
-    return { ...r, scan, ...(r.steps ? { steps: { ...r.steps, scanMs: Math.round(performance.now() - t) } } : {}), ...(measured ? { cost: cost.result() } : {}) };
+    const version = Math.max(r.version, maintained?.optimize?.version ?? 0);
+    return { ...r, version, scan, ...(r.steps ? { steps: { ...r.steps, scanMs: Math.round(performance.now() - t) } } : {}), ...(measured ? { cost: cost.result() } : {}), ...(maintained ? { maintained } : {}) };
   };
 }
 

@@ -6,6 +6,7 @@
 import type { IndexSpec } from '../src/messages/index-spec';
 import type { GcPlan, IndexPlan, OptimizePlan, PreparedMerge, UnitCost } from '../src/policy/unit-results';
 import type { SnapshotResult } from '../src/storage/generation-store';
+import type { Maintained } from '../src/policy/types';
 
 export type { IndexSpec } from '../src/messages/index-spec';
 export type { SnapshotResult } from '../src/storage/generation-store';
@@ -49,6 +50,13 @@ export interface CommitMergeInput extends TableRef {
   prepared: PreparedMerge;
   /** Other shards' prepared batches committed in the same turn, in the same Lance commit. */
   more?: PreparedMerge[];
+  /** Maintenance riding the turn (src/policy/rides.ts), planned and run after the upsert. */
+  maintain?: MaintainInput;
+}
+
+export interface MaintainInput {
+  optimize?: { retentionSecs: number };
+  gc?: Pick<GcPlanInput, 'mergedThrough'>;
 }
 
 export interface CommitResult extends Costed {
@@ -60,6 +68,8 @@ export interface CommitResult extends Costed {
   steps?: CommitSteps;
   /** A merge's commit: the store as it saw it when it ended (the table counts it as a snapshot). */
   scan?: SnapshotResult;
+  /** A merge's commit: what the maintenance riding its turn did (one entry per kind it was asked to run). */
+  maintained?: Maintained;
 }
 
 export interface CommitSteps {

@@ -38,11 +38,11 @@ async function recordGenerationFloors(root: string, table: string, files: string
 
 export function makeGc(deps: ActivityDeps) {
   // Deleting writes nothing: bytesFreed is what went, and its cost is CPU (unit-cost.ts).
-  return async (input: GcInput): Promise<GcResult> => withCost(deps, () => collect(deps, input));
+  return async (input: GcInput): Promise<GcResult> => withCost(deps, () => deleteGcFiles(deps, input, new ProgressReporter('gc', deps.faults)));
 }
 
-async function collect(deps: ActivityDeps, input: GcInput): Promise<GcResult> {
-  const progress = new ProgressReporter('gc', deps.faults);
+/** Deletes the planned files; also run inside a merge's commit when gc rides it (commit-merge.ts). */
+export async function deleteGcFiles(deps: ActivityDeps, input: GcInput, progress: ProgressReporter): Promise<GcResult> {
   const root = deps.dataRoot;
   await readTableMeta(root, input.table);
   for (const f of input.files) {

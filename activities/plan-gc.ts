@@ -28,10 +28,11 @@ async function tempFilesUnder(store: Storage, dir: string, now: number, out: str
 
 export function makePlanGc(deps: ActivityDeps) {
   // Listings only: its cost is CPU (unit-cost.ts).
-  return async (input: GcPlanInput): Promise<PlanGcResult> => withCost(deps, () => plan(deps, input));
+  return async (input: GcPlanInput): Promise<PlanGcResult> => withCost(deps, () => planGc(deps, input));
 }
 
-async function plan(deps: ActivityDeps, input: GcPlanInput): Promise<GcPlan> {
+/** The plan itself: also run inside a merge's commit when gc rides it (commit-merge.ts). */
+export async function planGc(deps: ActivityDeps, input: GcPlanInput): Promise<GcPlan> {
   const root = deps.dataRoot;
   const meta = await readTableMeta(root, input.table);
   const l = tableLayout(root, input.table);

@@ -22,10 +22,11 @@ export async function sumUnindexedRows(tbl: NonNullable<Awaited<ReturnType<typeo
 
 export function makePlanOptimize(deps: ActivityDeps) {
   // Metadata only (stats, index stats, versions): its cost is CPU (unit-cost.ts).
-  return async (input: PlanOptimizeInput): Promise<PlanOptimizeResult> => withCost(deps, () => plan(deps, input));
+  return async (input: PlanOptimizeInput): Promise<PlanOptimizeResult> => withCost(deps, () => planOptimize(deps, input));
 }
 
-async function plan(deps: ActivityDeps, input: PlanOptimizeInput): Promise<OptimizePlan> {
+/** The plan itself: also run inside a merge's commit when optimize rides it (commit-merge.ts). */
+export async function planOptimize(deps: ActivityDeps, input: PlanOptimizeInput): Promise<OptimizePlan> {
   await readTableMeta(deps.dataRoot, input.table);
   const tbl = await openLanceTable(deps.dataRoot, input.table);
   if (!tbl) return { needed: false, reason: 'nothing committed yet', numFragments: 0, numSmallFragments: 0, unindexedRows: 0, versionsPastRetention: 0 };

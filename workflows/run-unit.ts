@@ -1,9 +1,9 @@
 import { TimeoutType } from '@temporalio/common';
 import { ActivityFailure, ApplicationFailure, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
-import type { CommitResult, PreparedMerge, UnitCost } from '../activities/contract';
+import type { CommitResult, MaintainInput, PreparedMerge, UnitCost } from '../activities/contract';
 import type { PolicyEvent, TableState, Unit } from '../src/policy/types';
-import { commitReservation, FIXED_RESERVATIONS } from '../src/worker/reservation-sizes';
+import { commitReservation, FIXED_RESERVATIONS, ridersReservation } from '../src/worker/reservation-sizes';
 
 // Carries out the core's `prepare` and `commit` decisions: picks the activity of the
 // unit's kind, sets its timeouts from the policy, and turns its outcome back into an
@@ -72,7 +72,7 @@ function admissionWait(st: TableState): { scheduleToStartTimeout?: string; prior
 export function commitBytes(unit: Unit, riders: Unit[] = []): number {
   switch (unit.kind) {
     case 'merge':
-      return commitReservation([unit, ...riders].reduce((n, u) => n + (u.kind === 'merge' ? (u.prepared?.bytes ?? 0) : 0), 0));
+      return commitReservation([unit, ...riders].reduce((n, u) => n + (u.kind === 'merge' ? (u.prepared?.bytes ?? 0) : 0), 0)) + ridersReservation(riders.filter((r) => r.rider).map((r) => r.kind));
     case 'optimize':
       return FIXED_RESERVATIONS.commitOptimize!;
     case 'index':
@@ -156,8 +156,19 @@ export async function prepareUnit(st: TableState, unit: Unit): Promise<PolicyEve
 /** The one-line summary the Temporal UI shows for the commit: the unit and why it won. */
 export function commitSummary(unit: Unit, why: string, riders: Unit[] = []): string {
   const range = unit.kind === 'merge' ? ` ${unit.shard} seq ${unit.fromSeq}-${unit.toSeq}` : '';
-  const more = riders.length ? ` (with ${riders.map((r) => `${r.shard} seq ${r.fromSeq}-${r.toSeq}`).join(', ')})` : '';
+  const more = riders.length ? ` (with ${riders.map((r) => (r.kind === 'merge' ? `${r.shard} seq ${r.fromSeq}-${r.toSeq}` : r.kind)).join(', ')})` : '';
   return `${unit.kind}${range}${more}: ${why}`;
+}
+
+/** The optimize and gc riding a merge's turn (src/policy/rides.ts), as its commit activity takes them. */
+function maintainInput(st: TableState, riders: Unit[]): MaintainInput {
+  const m: MaintainInput = {};
+  for (const r of riders) {
+    if (!r.rider) continue;
+    if (r.kind === 'optimize') m.optimize = { retentionSecs: st.policy.retentionSecs };
+    if (r.kind === 'gc') m.gc = { mergedThrough: st.shards.map((s) => ({ shard: s.shard, mergedThroughSeq: s.mergedThroughSeq })) };
+  }
+  return m;
 }
 
 /** A merge is commit-ready only with its prepared batch (the core sets both at once). */
@@ -173,8 +184,9 @@ export async function commitUnit(st: TableState, unit: Unit, why: string, riders
     let r: CommitResult;
     switch (unit.kind) {
       case 'merge': {
-        const more = riders.map(preparedBatch);
-        r = await acts.commitMerge({ table, key: st.key, prepared: preparedBatch(unit), ...(more.length ? { more } : {}) });
+        const more = riders.filter((x) => !x.rider).map(preparedBatch);
+        const maintain = maintainInput(st, riders);
+        r = await acts.commitMerge({ table, key: st.key, prepared: preparedBatch(unit), ...(more.length ? { more } : {}), ...(Object.keys(maintain).length ? { maintain } : {}) });
         break;
       }
       case 'optimize':
@@ -192,7 +204,7 @@ export async function commitUnit(st: TableState, unit: Unit, why: string, riders
         break;
       }
     }
-    return { type: 'committed', unitId: unit.id, version: r.version, rows: r.rows, attempts: 1, ...(r.scan ? { scan: r.scan } : {}), ...costed(r.cost) };
+    return { type: 'committed', unitId: unit.id, version: r.version, rows: r.rows, attempts: 1, ...(r.scan ? { scan: r.scan } : {}), ...costed(r.cost), ...(r.maintained ? { maintained: r.maintained } : {}) };
   } catch (err) {
     if (notTaken(err)) return { type: 'noHeadroom', unitId: unit.id, bytes: commitBytes(unit, riders) };
     return { type: 'commitFailed', unitId: unit.id, ...classify(err) };

@@ -314,7 +314,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
       const eta = drain();
       // The UI publisher (ui.ts) reads pressure, backlog, turn holder and pause flags
       // from the state after every activation.
-      publishToUi(st, journal.history, stalled.size > 0, now(), eta);
+      publishToUi(st, stalled.size > 0, now(), eta);
       publishMetricsSafely(st, draining ? [] : r.decisions, eta);
     }
 

@@ -1,7 +1,6 @@
 import { setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
 import { backlogOf, formatDrain, headroomLine, justGrantedBrief, statusView, type DrainEstimate } from '../src/policy';
 import type { TableState } from '../src/policy/types';
-import type { UnitHistory } from '../src/policy/unit-history';
 import * as sa from './search-attributes';
 
 // What the Temporal UI shows of a table: search attributes (durable, filterable) upserted
@@ -22,14 +21,14 @@ import * as sa from './search-attributes';
 const NUMBERS_EVERY_MS = 1000;
 
 /** One publisher per workflow run: it remembers what it last upserted and when. */
-export function createUiPublisher(): (st: TableState, history: UnitHistory, stalled: boolean, nowMs: number, drain: DrainEstimate) => void {
+export function createUiPublisher(): (st: TableState, stalled: boolean, nowMs: number, drain: DrainEstimate) => void {
   let last: Published | null = null;
   let lastAtMs = 0;
-  return (st, history, stalled, nowMs, drain) => {
+  return (st, stalled, nowMs, drain) => {
     const next = published(st, stalled);
     const changed = JSON.stringify(next) !== JSON.stringify(last);
     const urgent = last === null || categorical(next) !== categorical(last);
-    const brief = last !== null && justGrantedBrief(st, history, nowMs);
+    const brief = last !== null && justGrantedBrief(st, nowMs);
     if (changed && !brief && (urgent || nowMs - lastAtMs >= NUMBERS_EVERY_MS)) {
       upsert(next);
       last = next;

@@ -111,6 +111,7 @@ const unitCommon = {
   waitingForBytes: count.optional(),
   headroomWaits: count.optional(),
   scanned: z.boolean().optional(),
+  rider: z.literal(true).optional(),
 };
 const periodicUnit = <K extends 'optimize' | 'index' | 'gc', P extends z.ZodTypeAny>(k: K, prepared: P) =>
   z.object({ ...unitCommon, kind: z.literal(k), shard: z.null(), fromSeq: z.null(), toSeq: z.null(), prepared: prepared.nullable() });
@@ -234,6 +235,7 @@ const state = z
     snapshotEverySecs: z.number().positive().optional(),
     activityAtMs: ms.optional(),
     noIndices: z.boolean().optional(),
+    lastCommitMs: z.object({ optimize: count.optional(), index: count.optional(), gc: count.optional() }).optional(),
     // Default: every periodic kind runs once more when its period is up (what changed since its last run is unknown).
     periodic: z.object({ optimize: mark, index: mark, gc: mark }).default(() => marks(null)),
     adopted: z.object({ uri: z.string().min(1), mode: z.enum(['shadow', 'active']), observed: observation.nullable() }).optional(),

@@ -1,6 +1,8 @@
 import { cloneUnit } from './clone';
 import { pickTurn, promotionAtMs, turnOrder, waitedMs, type TurnPick } from './order';
-import { createUnits } from './units';
+import { markPlanned } from './idle';
+import { ridesMerges } from './rides';
+import { createUnits, isPeriodic, newUnit, wantedUnits } from './units';
 import type { Decision, TableState, Unit } from './types';
 
 // The time-driven rules, run after every event. Running it twice at the same nowMs
@@ -11,7 +13,7 @@ export const MAX_GROUP = 16;
 
 /**
  * The merges that ride along in a merge's turn: those next in turn order after it, up to
- * the first unit of another kind. A commit's fixed cost (a Lance commit, a Temporal
+ * the first unit of another kind; then the maintenance that rides merges (rides.ts). A commit's fixed cost (a Lance commit, a Temporal
  * turn) is then paid once for all shards that are ready, and no unit goes before one
  * that ranks ahead of it: the riders would have had the following turns anyway. Keys
  * belong to one shard each, so the batches never touch the same row.
@@ -33,7 +35,20 @@ function ridersOf(state: TableState, pick: TurnPick, nowMs: number): Unit[] {
     riders.push(u);
     if (riders.length >= MAX_GROUP - 1) break;
   }
-  return riders;
+  return [...riders, ...maintenanceRiders(state, nowMs)];
+}
+
+/** optimize and gc that fell due and go with this merge's turn (rides.ts): made here, committing with it. */
+function maintenanceRiders(state: TableState, nowMs: number): Unit[] {
+  const out: Unit[] = [];
+  for (const w of wantedUnits(state, nowMs)) {
+    if (!isPeriodic(w.kind) || !ridesMerges(state, w.kind)) continue;
+    const u = { ...newUnit(w, nowMs), rider: true as const };
+    markPlanned(state, w.kind);
+    state.units.push(u);
+    out.push(u);
+  }
+  return out;
 }
 
 function grant(state: TableState, pick: TurnPick, nowMs: number, decisions: Decision[]): void {

@@ -5,7 +5,8 @@ import { forceRun, hasChanged, markDone, scheduleNextSnapshot, snapshotSoon, spr
 import { isPeriodic, mergeUnitsOf, PERIODIC_KINDS } from './units';
 import { isMergeHead } from './order';
 import { nextDueMs, NEVER } from './time';
-import type { Bump, Kind, PolicyEvent, StoreScan, TableState, Unit } from './types';
+import { isRidingKind, recordCommitMs, stopRiding, type RidingKind } from './rides';
+import type { Bump, Kind, MaintainedRun, PolicyEvent, StoreScan, TableState, Unit } from './types';
 
 // Applies one event to a (copied) state. Time-driven rules (backoffs ending,
 // promotion, creating units, granting the turn) are left to evaluate().
@@ -116,6 +117,7 @@ function onCommitted(state: TableState, e: Ev<'committed'>, nowMs: number): void
   // Folded first: the commit began at the grant, and its scan came after that.
   if (e.scan) onScan(state, e.scan, nowMs, state.turn?.sinceMs ?? -Infinity);
   const riders = ridersOf(state);
+  const grantedAtMs = state.turn?.sinceMs ?? nowMs;
   state.turn = null;
   state.counters.turns[u.kind]++;
   state.counters.retries += Math.max(0, e.attempts - 1);
@@ -123,12 +125,33 @@ function onCommitted(state: TableState, e: Ev<'committed'>, nowMs: number): void
   foldCommitObservation(state, e.observation);
   const prevVersion = state.version;
   state.version = Math.max(state.version, e.version);
+  recordCommitMs(state, u.kind, nowMs - grantedAtMs);
   finish(state, u, nowMs, e.rows ?? 0, prevVersion);
-  for (const r of riders) finish(state, r, nowMs, 0, prevVersion);
+  for (const r of riders) {
+    const kind = r.kind;
+    if (r.rider && isRidingKind(kind)) endRide(state, r, kind, e.maintained?.[kind], nowMs, prevVersion);
+    else finish(state, r, nowMs, 0, prevVersion);
+  }
   spreadAfterQuiet(state, quiet, nowMs);
   // A merge is activity: a writer is about, so a lost signal is looked for soon, unless
   // its preparation's or its commit's scan already looked, after the demand that made it.
   if (u.kind === 'merge' && !u.scanned && !e.scan) snapshotSoon(state, nowMs);
+}
+
+/** A maintenance rider's end: done as a unit of its own would be, or failed for this period and on its own next time. */
+function endRide(state: TableState, r: Unit, kind: RidingKind, run: MaintainedRun | undefined, nowMs: number, prevVersion: number): void {
+  if (run !== undefined && run.error === undefined) {
+    recordCommitMs(state, kind, run.ms);
+    return finish(state, r, nowMs, run.rows, prevVersion);
+  }
+  stopRiding(state, kind);
+  giveUp(state, r, nowMs, run?.error ?? 'did not run');
+}
+
+/** The holder's commit did not go through: its maintenance riders are dropped (they ride the retry, or run on their own). */
+function dropMaintenanceRiders(state: TableState, riders: Unit[]): Unit[] {
+  for (const r of riders) if (r.rider) removeUnit(state, r.id);
+  return riders.filter((r) => !r.rider);
 }
 
 function addConflicts(state: TableState, n: number | undefined): void {
@@ -157,7 +180,7 @@ function backOff(state: TableState, u: Unit, nowMs: number, error: string): void
 function onNoHeadroom(state: TableState, e: Ev<'noHeadroom'>, nowMs: number): void {
   const u = holder(state, e.unitId);
   if (!u) return;
-  const riders = ridersOf(state);
+  const riders = dropMaintenanceRiders(state, ridersOf(state));
   state.turn = null;
   state.counters.headroomWaits = (state.counters.headroomWaits ?? 0) + 1;
   const base = state.policy.commitAdmissionWaitSecs ?? 0;
@@ -173,7 +196,7 @@ function onNoHeadroom(state: TableState, e: Ev<'noHeadroom'>, nowMs: number): vo
 function onCommitFailed(state: TableState, e: Ev<'commitFailed'>, nowMs: number): void {
   const u = holder(state, e.unitId);
   if (!u) return;
-  const riders = ridersOf(state);
+  const riders = dropMaintenanceRiders(state, ridersOf(state));
   state.turn = null;
   addConflicts(state, e.conflicts);
   if (e.stalled) state.counters.stalls++;

@@ -57,7 +57,8 @@ export function initialState(args: { table: string; key: string; shards: string[
  */
 export function carryOver(state: TableState): TableState {
   const next = cloneState(state);
-  next.units = next.units.filter((u) => u.state !== 'preparing');
+  // Riders go with a turn that never started: they are due still, and ride again or run on their own.
+  next.units = next.units.filter((u) => u.state !== 'preparing' && !u.rider);
   for (const u of next.units) if (u.state === 'committing') u.state = 'ready';
   // The shell continues as new only with no commit in flight, so a turn still held here
   // was granted while the run drained and never started. Its grant is taken back whole:

@@ -136,6 +136,11 @@ interface UnitCommon {
    * closer (idle.ts).
    */
   scanned?: boolean;
+  /**
+   * optimize or gc going with a merge's turn (rides.ts): it has no preparation and no
+   * turn of its own, and ends with that turn. Never carried across continue-as-new.
+   */
+  rider?: true;
 }
 
 /** A merge of one shard's seq range fromSeq..toSeq. */
@@ -288,6 +293,13 @@ export interface TableState {
    * every period to find nothing to build. Absent until a plan reports it.
    */
   noIndices?: boolean;
+  /**
+   * How long each maintenance kind's last commit took (ms). Under BRIEF_COMMIT_MS,
+   * optimize and gc ride the next merge's turn when they fall due (rides.ts), and the
+   * kind's next turn is not published when granted (brief-turn.ts). Absent until the
+   * kind has committed once.
+   */
+  lastCommitMs?: { optimize?: number; index?: number; gc?: number };
   /** Per periodic kind, what its last run covered (see changeMark in idle.ts). */
   periodic: { optimize: PeriodicMark; index: PeriodicMark; gc: PeriodicMark };
   /** Present only for adopted tables. */
@@ -295,6 +307,21 @@ export interface TableState {
 }
 
 // ---- events fed by the workflow shell ----
+
+/** What a maintenance kind that rode a merge's turn did there (rides.ts); absent: it did not run. */
+export interface MaintainedRun {
+  /** How long it took inside the commit. */
+  ms: number;
+  /** optimize: the table's rows; gc: files deleted. */
+  rows: number;
+  /** optimize: the table version it made (the merge's own when it found nothing to do). */
+  version?: number;
+  /** It failed (the merge committed all the same). */
+  error?: string;
+  cost?: UnitCost;
+}
+
+export type Maintained = { optimize?: MaintainedRun; gc?: MaintainedRun };
 
 /** A scan of the generation store: every shard's sealed-through seq and revision. */
 export interface StoreScan {
@@ -310,7 +337,7 @@ export type PolicyEvent =
   | PreparedEvent
   | { type: 'prepareFailed'; unitId: string; error: string; retryable: boolean; stalled: boolean }
   /** scan: the store as a merge's commit saw it when it ended (it counts as a snapshot). */
-  | { type: 'committed'; unitId: string; version: number; rows?: number; attempts: number; scan?: StoreScan; conflicts?: number; observation?: Observation; cost?: UnitCost }
+  | { type: 'committed'; unitId: string; version: number; rows?: number; attempts: number; scan?: StoreScan; conflicts?: number; observation?: Observation; cost?: UnitCost; maintained?: Maintained }
   | { type: 'commitFailed'; unitId: string; error: string; retryable: boolean; stalled: boolean; conflicts?: number; cost?: UnitCost }
   /**
    * The turn holder's commit was taken by no worker within commitAdmissionWaitSecs:

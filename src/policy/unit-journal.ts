@@ -1,6 +1,7 @@
 import { backlogOf } from './pressure';
 import { recordDemand, type DemandEntry, type DemandRecord } from './demand-record';
 import { addCosts, recordUnits, type UnitHistory, type UnitHistoryEntry, type UnitOutcome } from './unit-history';
+import { isRidingKind, rideOutcome } from './rides';
 import type { UnitCost } from './unit-results';
 import type { Decision, Kind, PolicyEvent, TableState, Unit } from './types';
 
@@ -122,6 +123,22 @@ export function journalActivation(j: Journal, a: Activation): Journal {
     }
   };
 
+  // optimize and gc that rode the turn (rides.ts): an entry each, as if they had had their own.
+  const rideEntries = (e: Extract<PolicyEvent, { type: 'committed' }>): UnitHistoryEntry[] => {
+    const lead = running[e.unitId];
+    const out: UnitHistoryEntry[] = [];
+    for (const id of lead?.riders ?? []) {
+      const u = unitBefore(id);
+      if (!lead || !u?.rider || !isRidingKind(u.kind)) continue;
+      const run = e.maintained?.[u.kind];
+      const { ok, error } = rideOutcome(run);
+      const at = lead.grantedAtMs ?? a.nowMs;
+      const entry = entryOf({ kind: u.kind, startedAtMs: at, grantedAtMs: at, why: `rode ${e.unitId}'s turn` }, id, { nowMs: a.nowMs, outcome: ok ? 'committed' : 'failed', rows: run?.rows ?? 0, ...(error ? { error } : {}), ...(run?.cost ? { cost: run.cost } : {}) });
+      out.push(entry);
+    }
+    return out;
+  };
+
   for (const e of a.events) {
     switch (e.type) {
       case 'prepared': {
@@ -144,6 +161,7 @@ export function journalActivation(j: Journal, a: Activation): Journal {
         break;
       }
       case 'committed':
+        ended.push(...rideEntries(e));
         endTurn(e.unitId, 'committed', { rows: e.rows ?? 0, ...(e.cost ? { cost: e.cost } : {}) });
         break;
       case 'commitFailed':

@@ -1,5 +1,6 @@
 import { hasChanged, markPlanned } from './idle';
 import { blockedByOperator } from './order';
+import { mergeComing, ridesMerges } from './rides';
 import { shardBacklog } from './pressure';
 import { byName } from './time';
 import type { Kind, PeriodicKind, TableState, Unit } from './types';
@@ -118,8 +119,12 @@ function makeDirect(u: Unit, bytes: number, nowMs: number): void {
 export function createUnits(state: TableState, nowMs: number): Unit[] {
   let free = state.policy.maxConcurrentPreparations - preparingCount(state);
   const created: Unit[] = [];
-  for (const w of wantedUnits(state, nowMs)) {
+  const wanted = wantedUnits(state, nowMs);
+  const merging = mergeComing(state, wanted.some((w) => w.kind === 'merge' && blockedByOperator(state, w) === null));
+  for (const w of wanted) {
     if (blockedByOperator(state, w) !== null) continue;
+    // Goes with the next merge's turn instead (rides.ts; evaluate.ts makes it then).
+    if (merging && ridesMerges(state, w.kind)) continue;
     const direct = directBytes(state, w);
     if (direct !== null) {
       const u = newUnit(w, nowMs);

@@ -1,7 +1,8 @@
 import { backlogOf } from '../policy/pressure';
 import { initialState } from '../policy/initial';
 import { step } from '../policy/step';
-import type { Decision, Kind, PolicyEvent, StoreScan, TableState, Unit } from '../policy/types';
+import type { Decision, Kind, Maintained, PolicyEvent, StoreScan, TableState, Unit } from '../policy/types';
+import { isRidingKind } from '../policy/rides';
 import { TimeQueue } from './queue';
 import { chance, draw, mulberry32, type Rng } from './rng';
 import type { ArrivalProcess, FaultRates, ScheduledSeal, SimConfig, SimResult, TurnRecord } from './types';
@@ -173,7 +174,7 @@ class Simulation {
       case 'prepare':
         return this.prepare(d.unit);
       case 'commit':
-        return this.commit(d.unit, d.why);
+        return this.commit(d.unit, d.why, d.riders ?? []);
       case 'snapshot': {
         // The scan sees the store as it is when it starts; its answer may be stale by the
         // time it arrives, which is exactly what revisions guard against.
@@ -234,7 +235,7 @@ class Simulation {
     return this.cfg.arrivals?.[0]?.rowsPerGeneration ?? 1000;
   }
 
-  private commit(u: Unit, why: string): void {
+  private commit(u: Unit, why: string, riders: readonly Unit[]): void {
     this.openTurns.set(u.id, { unitId: u.id, kind: u.kind as Kind, readySinceMs: u.readySinceMs ?? this.now, grantedAtMs: this.now, releasedAtMs: null, committed: null, why });
     this.result.turns.push(this.openTurns.get(u.id)!);
     const model = this.cfg.activities;
@@ -243,7 +244,10 @@ class Simulation {
     const fail = this.failure(this.cfg.commitFaults);
     if (fail) return this.later(ms, { type: 'commitFailed', unitId: u.id, ...fail });
     const rows = u.kind === 'merge' ? (u.prepared?.rows ?? 0) : 0;
-    this.later(ms, { type: 'committed', unitId: u.id, version: ++this.version, rows, attempts: 1 });
+    // Maintenance riding the turn (src/policy/rides.ts) runs inside it, taking no time of its own here.
+    const maintained: Maintained = {};
+    for (const r of riders) if (r.rider && isRidingKind(r.kind)) maintained[r.kind] = { ms: 0, rows: 0 };
+    this.later(ms, { type: 'committed', unitId: u.id, version: ++this.version, rows, attempts: 1, ...(Object.keys(maintained).length ? { maintained } : {}) });
   }
 }
 

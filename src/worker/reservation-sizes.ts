@@ -61,3 +61,7 @@ export const FIXED_RESERVATIONS: Record<string, number> = {
   commitOptimize: MAINTENANCE_BYTES,
   ensureIndex: MAINTENANCE_BYTES,
 };
+
+/** What a merge's commit reserves on top for the maintenance kinds riding its turn (src/policy/rides.ts). */
+export const ridersReservation = (kinds: readonly string[]): number =>
+  (kinds.includes('optimize') ? FIXED_RESERVATIONS.commitOptimize! : 0) + (kinds.includes('gc') ? FIXED_RESERVATIONS.gc! : 0);

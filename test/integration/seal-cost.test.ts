@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createTableMeta } from '../../src/storage/generation-store';
 import { generateRows } from '../../src/writer';
-import { TableWriter } from '../../src/client/table-writer';
+import { TableWriter, workflowArgsFor } from '../../src/client/table-writer';
+import type { CommitResult } from '../../activities/contract';
 import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';
 import { activityRuns, historyEvents } from '../support/history';
 import { firstPhase } from '../../src/policy/phase';
@@ -133,3 +134,42 @@ test('a maintenance turn is published unless the last commit of its kind on the 
   else if (firstTookMs > 1100) expect(secondPublished).toBe(true);
   await writer.close();
 });
+
+test("a written table's optimize and gc ride its merges once they have committed briefly on their own", async () => {
+  const table = uniqueName('ride');
+  const meta = await createTableMeta(h.dataRoot, { name: table, key: 'id', shards: ['s0'], indices: [] });
+  await h.tables.start({ ...workflowArgsFor(meta), policy: { periodSecs: { optimize: 2, index: 0, gc: 2 } } });
+  const writer = await TableWriter.open(h.tables, h.dataRoot, table);
+  const handle = h.tables.handle(table);
+  const ownRuns = async () => (await activityRuns(handle)).filter((r) => ['planOptimize', 'commitOptimize', 'planGc', 'gc'].includes(r.type)).map((r) => r.type);
+  let g = 0;
+  const sealAndMerge = async () => {
+    const seq = (await writer.write('s0', generateRows({ keys: [g * 10, g * 10 + 9], shard: 's0', shards: ['s0'], seed: g }))).seq;
+    g++;
+    await eventually(async () => (await mergedThrough(table)) >= seq, `seq ${seq} merged`);
+  };
+  // Until each has committed on its own once (its first run has no measure to go by).
+  await eventually(async () => {
+    await sealAndMerge();
+    const own = await ownRuns();
+    return own.includes('commitOptimize') && own.includes('gc');
+  }, 'optimize and gc each committed once on their own', 60_000);
+  const ownBefore = (await ownRuns()).length;
+  // Then seals for twice their period and more: they ride the merges' commits.
+  const rode = async () => (await activityRuns(handle)).filter((r) => r.type === 'commitMerge' && (r.result as CommitResult | undefined)?.maintained !== undefined);
+  await eventually(async () => {
+    await sealAndMerge();
+    const kinds = (await rode()).flatMap((r) => Object.keys((r.result as CommitResult).maintained!));
+    return kinds.includes('optimize') && kinds.includes('gc');
+  }, 'optimize and gc rode a merge', 60_000);
+  expect(await ownRuns()).toHaveLength(ownBefore);
+  for (const r of await rode()) {
+    const m = (r.result as CommitResult).maintained!;
+    for (const run of Object.values(m)) expect(run?.error).toBeUndefined();
+  }
+  // The table's history has an entry for each ride; the table is compacted.
+  const history = await h.tables.history(table);
+  expect(history.entries.filter((e) => e.kind === 'optimize' && e.why.startsWith('rode merge/s0')).length).toBeGreaterThan(0);
+  expect(history.entries.filter((e) => e.kind === 'gc' && e.why.startsWith('rode merge/s0') && e.outcome === 'committed').length).toBeGreaterThan(0);
+  await writer.close();
+}, 150_000);

@@ -33,7 +33,9 @@ export function checkOneHolder(info: StepInfo): void {
     ensure(after.turn?.unitId === c.unit.id && after.turn.sinceMs === nowMs, 'the granted unit holds the turn', info);
     const riders = (c.type === 'commit' && c.riders) || [];
     ensure(JSON.stringify(riders.map((r) => r.id)) === JSON.stringify(after.turn.riders ?? []), 'the turn lists the riders granted with it', info);
-    ensure(riders.length === 0 || (c.unit.kind === 'merge' && riders.every((r) => r.kind === 'merge')), 'only merges ride in a merge turn', info);
+    // Merges, and optimize and gc made to ride along (src/policy/rides.ts), only in a merge's turn.
+    const rides = (r: Unit) => r.kind === 'merge' || (r.rider === true && (r.kind === 'optimize' || r.kind === 'gc'));
+    ensure(riders.length === 0 || (c.unit.kind === 'merge' && riders.every(rides)), 'only merges, and optimize and gc riding, ride in a merge turn', info);
     // Merged watermarks move contiguously: no range commits while one before it is unmerged.
     for (const m of [c.unit, ...riders]) {
       if (m.kind !== 'merge') continue;

@@ -51,8 +51,9 @@ export class WaitBound {
     }
     for (const d of decisions) {
       if (d.type !== 'commit') continue;
-      // Merges riding in the turn are granted with it.
+      // Merges riding in the turn are granted with it; optimize and gc riding it were never commit-ready.
       for (const u of [d.unit, ...(d.riders ?? [])]) {
+        if (u.rider) continue;
         const me = this.episodes.get(`${u.id}@${u.readySinceMs}`)!;
         me.grantedMs = nowMs;
         this.check(me, nowMs);

@@ -1,0 +1,54 @@
+import { BRIEF_COMMIT_MS } from './brief-turn';
+import { blockedByOperator } from './order';
+import type { Kind, MaintainedRun, TableState } from './types';
+
+// Maintenance that rides a merge's turn. On a table that is written steadily, optimize
+// and gc each cost an activity to plan, a workflow task, a turn with an activity of its
+// own and another workflow task, every period: of a steady writer's ~16 history events
+// per seal, ~3. When the kind's last commit on the table took under BRIEF_COMMIT_MS, it
+// instead goes with the next merge's turn once it falls due: the merge's commit activity
+// plans and runs it after its own upsert (activities/commit-merge.ts), and it ends with
+// that turn. The merge then holds the turn for those few ms longer; nothing waits for a
+// plan, because the plan only reads the table's metadata.
+// It runs as a unit of its own, as before, when it has never committed on the table
+// (no measure yet), when it took longer last time (a big table's compaction should not
+// hold up seals), when an operator bumped it, when merges are paused or none is coming,
+// and after a ride that failed.
+
+export type RidingKind = 'optimize' | 'gc';
+
+export const isRidingKind = (k: Kind): k is RidingKind => k === 'optimize' || k === 'gc';
+
+/** Whether `kind`, when it falls due, goes with a merge's turn instead of a unit of its own. */
+export function ridesMerges(state: TableState, kind: Kind): kind is RidingKind {
+  if (!isRidingKind(kind) || state.adopted) return false;
+  const ms = state.lastCommitMs?.[kind];
+  if (ms === undefined || ms >= BRIEF_COMMIT_MS) return false;
+  if (blockedByOperator(state, { kind, shard: null }) !== null) return false;
+  // A bumped kind runs as its own unit: what an operator asked for shows as such.
+  return !state.bumps.some((b) => 'kind' in b.target && b.target.kind === kind);
+}
+
+/** A merge will take the turn: one exists or is wanted now (`wanted`), and merges are not paused. */
+export function mergeComing(state: TableState, wanted: boolean): boolean {
+  if (state.paused || state.pausedKinds.includes('merge')) return false;
+  return wanted || state.units.some((u) => u.kind === 'merge');
+}
+
+/** A commit of `kind` took `ms`: whether its next one rides (ridesMerges), and its next turn is published (brief-turn.ts), go by it. */
+export function recordCommitMs(state: TableState, kind: Kind, ms: number): void {
+  if (kind === 'merge') return;
+  state.lastCommitMs = { ...state.lastCommitMs, [kind]: Math.max(0, Math.round(ms)) };
+}
+
+/** A ride failed or did not run: the kind runs as its own unit next time (and is measured again). */
+export function stopRiding(state: TableState, kind: RidingKind): void {
+  if (!state.lastCommitMs) return;
+  const rest = { ...state.lastCommitMs };
+  delete rest[kind];
+  state.lastCommitMs = rest;
+}
+
+/** How a ride ended, for the rider's history entry: its run, or why there is none. */
+export const rideOutcome = (run: MaintainedRun | undefined): { ok: boolean; error?: string } =>
+  run === undefined ? { ok: false, error: 'did not run in the merge it rode (a worker without it)' } : run.error !== undefined ? { ok: false, error: run.error } : { ok: true };
