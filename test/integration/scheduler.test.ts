@@ -38,10 +38,13 @@ const QUIET = { periodSecs: { index: 0, gc: 0 } };
 
 test('a commit-ready optimize waits at most maxTurnWaitSecs plus the longest turn behind a hot merger', async () => {
   // Commits of merges take 700 ms longer (a large table): while one shard's merge holds
-  // the turn the other shard's is prepared, so a merge is always commit-ready.
+  // the turn the other shard's is prepared, so a merge is always commit-ready. Optimize's
+  // take 1.2 s: one under a second would ride the merges' turns (src/policy/rides.ts)
+  // and never wait for a turn of its own, which is the bound under test.
+  const slowBy: Record<string, number> = { commitMerge: 700, commitOptimize: 1200 };
   const slow = await startHarness({
     name: 'hot',
-    deps: { faults: { freezeProgress: (p) => (p.activity === 'commitMerge' && p.phase === 'commit' ? sleep(700) : undefined) } },
+    deps: { faults: { freezeProgress: (p) => (p.phase === 'commit' && slowBy[p.activity] !== undefined ? sleep(slowBy[p.activity]!) : undefined) } },
   });
   try {
     const { table, writer, handle } = await newTable('hot', {
