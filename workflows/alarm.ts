@@ -3,25 +3,28 @@ import { alarmTimer } from './timers';
 
 /**
  * The table's one durable timer, for the earliest deadline the core asks for. A timer
- * already armed for that deadline or an earlier one is kept: it fires early, the core
- * finds nothing due and names its deadline again. Every commit of a written table
- * moves the snapshot deadline later (the commit's scan counts as one); re-arming for
- * each was two history events (canceled, started) per seal, where the early firing
- * costs one timer and one workflow task per snapshotIntervalSecs.
+ * armed earlier for the same deadline (`id`, src/policy/wake.ts) is kept: it fires
+ * early, the core finds nothing due and names its deadline again. Every commit of a
+ * written table moves the snapshot deadline later (the commit's scan counts as one);
+ * re-arming for each was two history events (canceled, started) per seal, where the
+ * early firing costs one timer and one workflow task per snapshotIntervalSecs. A timer
+ * armed for another deadline, one that is gone (a periodic kind started by a seal before
+ * its timer, a unit granted before its promotion), is re-armed: two events in a task that
+ * runs anyway, where its firing would cost a timer event, a workflow task and a new timer.
  */
 export class Alarm {
   private atMs: number | null = null;
+  private id: string | null = null;
   private scope: CancellationScope | null = null;
   fired = false;
 
-  /**
-   * `reason` (src/policy/wake.ts) becomes the timer's summary in the UI: what the timer
-   * was armed for. Only an earlier deadline than the armed one re-arms it.
-   */
-  set(atMs: number | null, reason?: string | null): void {
-    if (atMs === null || (this.scope !== null && this.atMs !== null && atMs >= this.atMs)) return;
+  /** `reason` (src/policy/wake.ts) becomes the timer's summary in the UI: what the timer was armed for. */
+  set(atMs: number | null, reason?: string | null, id?: string | null): void {
+    if (atMs === null) return;
+    if (this.scope !== null && this.atMs !== null && (atMs === this.atMs || (atMs > this.atMs && id === this.id))) return;
     this.scope?.cancel();
     this.atMs = atMs;
+    this.id = id ?? null;
     const scope = new CancellationScope();
     this.scope = scope;
     scope.run(() => sleep(Math.max(1, atMs - Date.now()), alarmTimer(reason))).then(

@@ -282,7 +282,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
         }
         break;
       case 'wakeAt':
-        alarm.set(d.atMs, d.reason);
+        alarm.set(d.atMs, d.reason, d.id);
         break;
     }
   };

@@ -34,6 +34,6 @@ export function stepAll(input: TableState, events: readonly PolicyEvent[], nowMs
 
   state.writePressure = writePressure(backlogOf(state), state.policy.softBacklog, state.policy.hardBacklog);
   const wake = earliestWake(state, nowMs);
-  decisions.push({ type: 'wakeAt', atMs: wake?.atMs ?? null, reason: wake?.reason ?? null });
+  decisions.push({ type: 'wakeAt', atMs: wake?.atMs ?? null, reason: wake?.reason ?? null, id: wake?.id ?? null });
   return { state, decisions };
 }

@@ -371,7 +371,7 @@ export type Decision =
   | { type: 'commit'; unit: Unit; why: string; riders?: Unit[] }
   | { type: 'snapshot' }
   /** One durable timer for the earliest deadline; null means no timer is needed. reason: what it waits for (wake.ts). */
-  | { type: 'wakeAt'; atMs: number | null; reason: string | null };
+  | { type: 'wakeAt'; atMs: number | null; reason: string | null; id: string | null };
 
 export interface StepResult {
   state: TableState;

@@ -26,6 +26,13 @@ export interface Wake {
   atMs: number;
   /** What the timer waits for, as the Temporal UI shows it on the timer: "promote merge/s0 to class 1 (waited 60 s)". */
   reason: string;
+  /**
+   * Which deadline this is, the same while it only moves later: the snapshot's moves
+   * with every commit of a written table (its scan counts as one), so it is "snapshot";
+   * any other is its reason at its time. The shell keeps a timer armed earlier for the
+   * same deadline (workflows/alarm.ts).
+   */
+  id: string;
 }
 
 const bumpTarget = (b: Bump): string => ('kind' in b.target ? `kind ${b.target.kind}` : b.target.unitId);
@@ -44,9 +51,9 @@ function backoffReason(u: Unit): string {
  */
 export function earliestWake(state: TableState, nowMs: number): Wake | null {
   // The reason is worded only for the deadline that wins.
-  const best = { atMs: NEVER, reason: null as (() => string) | null };
-  const consider = (at: number | null, reason: () => string): void => {
-    if (at !== null && at > nowMs && at < best.atMs) Object.assign(best, { atMs: at, reason });
+  const best = { atMs: NEVER, reason: null as (() => string) | null, moving: false };
+  const consider = (at: number | null, reason: () => string, moving = false): void => {
+    if (at !== null && at > nowMs && at < best.atMs) Object.assign(best, { atMs: at, reason, moving });
   };
   for (const u of state.units) {
     if (u.state === 'ready' || u.state === 'backoff') {
@@ -62,8 +69,10 @@ export function earliestWake(state: TableState, nowMs: number): Wake | null {
       if (!state.pausedKinds.includes(k) && !state.units.some((u) => u.id === k) && hasChanged(state, k)) consider(state.dueAtMs[k] + periodicSlackMs(state, k), () => `${k} due (every ${state.policy.periodSecs[k]} s)`);
     }
   }
-  if (!state.snapshotInFlight) consider(state.dueAtMs.snapshot, () => (state.adopted ? 'look at the adopted table' : 'snapshot of the generation store'));
-  return best.reason === null ? null : { atMs: best.atMs, reason: best.reason() };
+  if (!state.snapshotInFlight) consider(state.dueAtMs.snapshot, () => (state.adopted ? 'look at the adopted table' : 'snapshot of the generation store'), true);
+  if (best.reason === null) return null;
+  const reason = best.reason();
+  return { atMs: best.atMs, reason, id: best.moving ? 'snapshot' : `${reason}@${best.atMs}` };
 }
 
 export function nextWakeAt(state: TableState, nowMs: number): number | null {

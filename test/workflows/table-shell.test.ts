@@ -123,7 +123,7 @@ async function timersStarted(handle: WorkflowHandle, afterEventId = 0): Promise<
 
 const demand = (shard: string, seq: number) => ({ shard, sealedThroughSeq: seq, revision: seq });
 
-test('the alarm is re-armed only when the earliest deadline moves earlier, not on every signal (a later one: test/integration/seal-cost.test.ts)', async () => {
+test('the alarm is re-armed when the earliest deadline moves earlier or is gone, not on every signal (a later one: test/integration/seal-cost.test.ts)', async () => {
   const shell = await startShell('alarm', mockActivities(), QUIET);
   try {
     const { tables, table, handle } = shell;
@@ -146,6 +146,16 @@ test('the alarm is re-armed only when the earliest deadline moves earlier, not o
     await tables.setPolicy(table, { snapshotIntervalSecs: 1800 });
     expect(await timersStarted(handle)).toEqual([...armed, 1_800_000]);
     expect(await historyEvents(handle, 'TIMER_CANCELED')).toHaveLength(canceled + 1);
+
+    // A deadline that is gone before it fires (a bump replaced by a longer one): the timer
+    // is re-armed for the next deadline, though later, instead of firing for nothing.
+    const fired = (await historyEvents(handle, 'TIMER_FIRED')).length;
+    await tables.bump(table, { kind: 'gc', class: 2, reason: 'test', forSecs: 60 });
+    await eventually(async () => (await timersStarted(handle)).at(-1) === 60_000, 'the timer of the bump expiry');
+    await tables.bump(table, { kind: 'gc', class: 2, reason: 'test', forSecs: 120 });
+    await eventually(async () => (await timersStarted(handle)).at(-1) === 120_000, 'the timer of the new bump expiry');
+    expect(await historyEvents(handle, 'TIMER_CANCELED')).toHaveLength(canceled + 3);
+    expect(await historyEvents(handle, 'TIMER_FIRED')).toHaveLength(fired);
 
   } finally {
     await shell.close();
