@@ -24,7 +24,7 @@ import { TableWriter, workflowArgsFor } from '../src/client/table-writer';
 import { workflowIdForTable } from '../src/messages/names';
 import { createTableMeta } from '../src/storage/generation-store';
 import { generateRows } from '../src/writer';
-import { activityRunsOf } from '../test/support/history';
+import { activityRunsOf, ms } from '../test/support/history';
 import { stat, workflowTaskLatencies } from './phases';
 import { liveRecords } from '../src/worker/registry';
 import { benchServer, cpuSeconds, mib, minorFaults, peakRssBytes, peakRssPerByte, startWorkerProcess, stopProcess } from './support';
@@ -39,6 +39,7 @@ const { values: opt } = parseArgs({
     'idle-window-secs': { type: 'string', default: '60' },
     workers: { type: 'string', default: '2' },
     minutes: { type: 'string', default: '10' },
+    'warm-up-minutes': { type: 'string', default: '0' },
     'interval-secs': { type: 'string', default: '60' },
     rows: { type: 'string', default: '100' },
     'wait-merged': { type: 'boolean', default: false },
@@ -58,6 +59,13 @@ const IDLE = Math.floor(num('idle', 0));
 const IDLE_WINDOW_MS = num('idle-window-secs', 0) * 1000;
 const WORKERS = Math.floor(num('workers', 1));
 const MINUTES = num('minutes', 0.01);
+/**
+ * Writers seal for this long before the measured window of MINUTES begins: every count
+ * (seals, history events, activities, CPU) is of the window only. A fresh table runs each
+ * maintenance kind once on its own before it knows the kind's cost (src/policy/rides.ts);
+ * a window after a warm-up is what a fleet that has been running looks like.
+ */
+const WARM_MS = num('warm-up-minutes', 0) * 60_000;
 const INTERVAL_MS = num('interval-secs', 0.1) * 1000;
 const ROWS = Math.floor(num('rows', 1));
 /**
@@ -121,7 +129,7 @@ async function main(): Promise<void> {
   const workers: ChildProcess[] = [];
   const names = Array.from({ length: TABLES }, (_, i) => `many-${process.pid}-${i}`);
   const idleNames = Array.from({ length: IDLE }, (_, i) => `idle-${process.pid}-${i}`);
-  console.log(`many tables: ${TABLES} tables${IDLE ? ` (and ${IDLE} idle ones)` : ''} x 1 generation of ${ROWS} rows every ${INTERVAL_MS / 1000} s for ${MINUTES} min, ${WORKERS} worker processes, ${os.cpus().length} cores, ${opt['start-dev-defaults'] ? "start-dev's server settings" : 'our server settings'}; ${WAIT_MERGED ? 'each seal waited for with MergeWaiter' : 'seal -> merged from the histories'}`);
+  console.log(`many tables: ${TABLES} tables${IDLE ? ` (and ${IDLE} idle ones)` : ''} x 1 generation of ${ROWS} rows every ${INTERVAL_MS / 1000} s for ${MINUTES} min${WARM_MS ? ` after a warm-up of ${WARM_MS / 60_000} min (counted: the ${MINUTES} min only)` : ''}, ${WORKERS} worker processes, ${os.cpus().length} cores, ${opt['start-dev-defaults'] ? "start-dev's server settings" : 'our server settings'}; ${WAIT_MERGED ? 'each seal waited for with MergeWaiter' : 'seal -> merged from the histories'}`);
   try {
     for (let i = 0; i < WORKERS; i++) workers.push(await startWorkerProcess(address, taskQueue, root));
     const tables = new TableClient(client, taskQueue);
@@ -156,7 +164,7 @@ async function main(): Promise<void> {
       const perTableHour = (cpu: number) => ((cpu * 1000) / all.length) * (3600 / secs);
       console.log(`idle window (${all.length} tables up, none written, ${secs.toFixed(0)} s): server ${(c1.server - c0.server).toFixed(1)} s CPU, workers ${(c1.workers - c0.workers).toFixed(1)} s; per table-hour: server ${perTableHour(c1.server - c0.server).toFixed(1)} ms, workers ${perTableHour(c1.workers - c0.workers).toFixed(1)} ms`);
     }
-    const bench0 = process.cpuUsage();
+    let bench0 = process.cpuUsage();
     // Cores busy by minute (server + workers + this process): where the machine ran out.
     const busyByMinute: string[] = [];
     const cpuNow = () => {
@@ -170,20 +178,28 @@ async function main(): Promise<void> {
       busyByMinute.push(((now.cpu - lastCpu.cpu) / ((now.at - lastCpu.at) / 1000)).toFixed(2));
       lastCpu = now;
     }, 60_000);
-    const cpu0 = { server: server ? cpuSeconds(server.pid) : null, workers: workers.map((w) => cpuSeconds(w.pid!)), faults: workers.map((w) => minorFaults(w.pid!)) };
+    const cpuCounters = () => ({ server: server ? cpuSeconds(server.pid) : null, workers: workers.map((w) => cpuSeconds(w.pid!)), faults: workers.map((w) => minorFaults(w.pid!)) });
+    let cpu0 = cpuCounters();
+    // The measured window starts after the warm-up: its CPU from then on.
+    const warmedUp = sleep(WARM_MS).then(() => {
+      cpu0 = cpuCounters();
+      bench0 = process.cpuUsage();
+    });
     const waiter = new MergeWaiter(client);
     const latencies: number[] = [];
     /** Seal -> merged by the minute of the run the seal began in: the start's burst apart from the steady state. */
     const byMinute: number[][] = [];
     const writeByMinute: number[][] = [];
     const startEpoch = Date.now();
+    /** Seals, events and activities from this time on are counted (after the warm-up). */
+    const fromEpoch = startEpoch + WARM_MS;
     const failures: string[] = [];
     /** Per table: seq -> when its seal began (epoch ms), for the history-based latency. */
     const sealStarts = names.map(() => new Map<number, number>());
     let sealed = 0;
     let sealedBytes = 0;
     let unmerged = 0;
-    const endAt = performance.now() + MINUTES * 60_000;
+    const endAt = performance.now() + WARM_MS + MINUTES * 60_000;
     const startAt = performance.now();
     // Table i seals at startAt + (i / TABLES) * interval, then every interval.
     await Promise.all(
@@ -200,7 +216,7 @@ async function main(): Promise<void> {
             const r = await w.write('s0', rows);
             // The write itself: the seal, plus a writer's first pressure query (bounded by 2 s).
             (writeByMinute[Math.floor((tEpoch - startEpoch) / 60_000)] ??= []).push(performance.now() - t);
-            sealed++;
+            if (tEpoch >= fromEpoch) sealed++;
             sealedBytes += r.bytes;
             sealStarts[i]!.set(r.seq, tEpoch);
             if (!WAIT_MERGED) continue;
@@ -223,7 +239,8 @@ async function main(): Promise<void> {
       await waitForTables(tables, names.filter((n) => lastOf.get(n)! > 0), (st, n) => (st.shards[0]?.mergedThroughSeq ?? 0) >= lastOf.get(n)!, performance.now() + GRACE_MS, 2000);
     }
     clearInterval(sampler);
-    const runSecs = (performance.now() - startAt) / 1000;
+    await warmedUp;
+    const runSecs = (performance.now() - startAt - WARM_MS) / 1000;
     const benchCpu = process.cpuUsage(bench0);
     const cpu1 = { server: server ? cpuSeconds(server.pid) : null, workers: workers.map((w) => cpuSeconds(w.pid!)), faults: workers.map((w) => minorFaults(w.pid!)) };
 
@@ -248,15 +265,16 @@ async function main(): Promise<void> {
               .filter((r) => r.type === 'commitMerge' && r.outcome === 'completed' && r.closedAtMs !== null)
               .map((r) => ({ toSeq: Number(/ \d+-(\d+)$/.exec(r.activityId)?.[1] ?? 0), atMs: r.closedAtMs! }));
             for (const [seq, at] of sealStarts[i + k]!) {
+              if (at < fromEpoch) continue;
               const c = commits.find((x) => x.toSeq >= seq);
               if (c) {
                 latencies.push(c.atMs - at);
-                (byMinute[Math.floor((at - startEpoch) / 60_000)] ??= []).push(c.atMs - at);
+                (byMinute[Math.floor((at - fromEpoch) / 60_000)] ??= []).push(c.atMs - at);
               }
               else unmerged++;
             }
           }
-          const ev = h.events ?? [];
+          const ev = (h.events ?? []).filter((e) => ms(e.eventTime) >= fromEpoch);
           events.push(ev.length);
           countTimers(ev, timersByWhat);
           for (const e of ev) {
@@ -268,7 +286,7 @@ async function main(): Promise<void> {
           wftRun.push(...w.wftRun);
           for (const [t, n] of Object.entries(w.timeouts)) timeouts[t] = (timeouts[t] ?? 0) + n;
           for (const r of activityRunsOf(h)) {
-            if (r.startedAtMs === null) continue;
+            if (r.startedAtMs === null || r.scheduledAtMs < fromEpoch) continue;
             activityQueue.push(r.startedAtMs - r.scheduledAtMs);
             pushTo(queueByType, r.type, r.startedAtMs - r.scheduledAtMs);
             if (r.closedAtMs !== null) pushTo(activityRun, r.type, r.closedAtMs - r.startedAtMs);
@@ -324,7 +342,7 @@ async function main(): Promise<void> {
       for (let i = 0; i < idleNames.length; i += 50) {
         await Promise.all(
           idleNames.slice(i, i + 50).map(async (name) => {
-            const ev = ((await client.workflow.getHandle(workflowIdForTable(name)).fetchHistory()).events ?? []).filter((e) => Number(e.eventTime?.seconds ?? 0) * 1000 >= startEpoch);
+            const ev = ((await client.workflow.getHandle(workflowIdForTable(name)).fetchHistory()).events ?? []).filter((e) => Number(e.eventTime?.seconds ?? 0) * 1000 >= fromEpoch);
             idleEvents += ev.length;
             tasks += ev.filter((e) => e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED).length;
           }),
