@@ -23,7 +23,7 @@ afterAll(async () => h?.close());
 // workflows/table.ts hands the alarm the core's reason and the awaitMerged bound its
 // summary; until it does, the alarm's timers carry ALARM_FALLBACK and awaitMerged's none.
 const tableShell = fs.readFileSync(path.join(PROJECT_ROOT, 'workflows', 'table.ts'), 'utf8');
-const alarmGetsReason = /alarm\.set\(d\.atMs, d\.reason\)/.test(tableShell);
+const alarmGetsReason = /alarm\.set\(d\.atMs, d\.reason[,)]/.test(tableShell);
 const awaitMergedGetsSummary = /awaitMergedTimer\(req\)/.test(tableShell);
 
 /** The reasons src/policy/wake.ts gives. */
