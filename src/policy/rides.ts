@@ -10,10 +10,11 @@ import type { Kind, MaintainedRun, TableState } from './types';
 // plans and runs it after its own upsert (activities/commit-merge.ts), and it ends with
 // that turn. The merge then holds the turn for those few ms longer; nothing waits for a
 // plan, because the plan only reads the table's metadata.
-// It runs as a unit of its own, as before, when it has never committed on the table
-// (no measure yet), when it took longer last time (a big table's compaction should not
-// hold up seals), when an operator bumped it, when merges are paused or none is coming,
-// and after a ride that failed.
+// When no merge is coming it waits for one until its slack is out (due-slack.ts). It
+// runs as a unit of its own, as before, when it has never committed on the table (no
+// measure yet), when it took longer last time (a big table's compaction should not hold
+// up seals), when an operator bumped it, when merges are paused, when no merge came
+// within its slack, and after a ride that failed.
 
 export type RidingKind = 'optimize' | 'gc';
 
@@ -29,9 +30,11 @@ export function ridesMerges(state: TableState, kind: Kind): kind is RidingKind {
   return !state.bumps.some((b) => 'kind' in b.target && b.target.kind === kind);
 }
 
+export const mergesPaused = (state: TableState): boolean => state.paused || state.pausedKinds.includes('merge');
+
 /** A merge will take the turn: one exists or is wanted now (`wanted`), and merges are not paused. */
 export function mergeComing(state: TableState, wanted: boolean): boolean {
-  if (state.paused || state.pausedKinds.includes('merge')) return false;
+  if (mergesPaused(state)) return false;
   return wanted || state.units.some((u) => u.kind === 'merge');
 }
 

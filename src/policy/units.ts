@@ -1,6 +1,7 @@
 import { hasChanged, markPlanned } from './idle';
 import { blockedByOperator } from './order';
-import { mergeComing, ridesMerges } from './rides';
+import { periodicSlackMs } from './due-slack';
+import { mergeComing, mergesPaused, ridesMerges } from './rides';
 import { shardBacklog } from './pressure';
 import { byName } from './time';
 import type { Kind, PeriodicKind, TableState, Unit } from './types';
@@ -113,6 +114,17 @@ function makeDirect(u: Unit, bytes: number, nowMs: number): void {
 }
 
 /**
+ * Whether a due optimize or gc that rides merges leaves this turn to one: a merge is
+ * coming, or, unless merges are paused, one may still come before its slack is out
+ * (due-slack.ts); after that it runs as a unit of its own, as on a table gone quiet.
+ */
+function waitsForMerge(state: TableState, w: Wanted, merging: boolean, nowMs: number): boolean {
+  if (!isPeriodic(w.kind) || !ridesMerges(state, w.kind)) return false;
+  if (merging) return true;
+  return !mergesPaused(state) && nowMs < state.dueAtMs[w.kind] + periodicSlackMs(state, w.kind);
+}
+
+/**
  * Creates the units that may start now (adds them to state) and returns those that
  * prepare; a direct merge (directBytes) is created commit-ready and takes no slot.
  */
@@ -124,7 +136,7 @@ export function createUnits(state: TableState, nowMs: number): Unit[] {
   for (const w of wanted) {
     if (blockedByOperator(state, w) !== null) continue;
     // Goes with the next merge's turn instead (rides.ts; evaluate.ts makes it then).
-    if (merging && ridesMerges(state, w.kind)) continue;
+    if (waitsForMerge(state, w, merging, nowMs)) continue;
     const direct = directBytes(state, w);
     if (direct !== null) {
       const u = newUnit(w, nowMs);

@@ -1,25 +1,10 @@
+import { periodicSlackMs } from './due-slack';
 import { hasChanged } from './idle';
 import { promotionAtMs } from './order';
 import { PERIODIC_KINDS, type PeriodicKind } from './units';
 import { NEVER } from './time';
 import { formatBytes } from '../config/bytes';
 import type { Bump, TableState, Unit } from './types';
-
-/** Longest a periodic kind's timer comes after its due time. */
-export const PERIODIC_SLACK_MAX_MS = 60_000;
-
-/**
- * How long after its due time a periodic kind's timer fires: a quarter of its period, at
- * most PERIODIC_SLACK_MAX_MS. A kind that falls due is started by whatever workflow task
- * comes next (evaluate() creates every unit whose time is up); on a table with writes
- * that is the next demand or commit, so the kind needs no timer firing and no workflow
- * task of its own (1,000 tables optimizing every 300 s: one workflow task less each).
- * Only a table that went quiet waits out the slack. A bump makes a kind due at once and
- * is acted on in its own workflow task, so it never waits.
- */
-export function periodicSlackMs(state: TableState, kind: PeriodicKind): number {
-  return Math.min(PERIODIC_SLACK_MAX_MS, (state.policy.periodSecs[kind] * 1000) / 4);
-}
 
 /** The deadline the table's one timer is armed for, and what happens then. */
 export interface Wake {

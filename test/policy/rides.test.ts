@@ -87,12 +87,34 @@ describe('maintenance riding a merge', () => {
     expect(prepares(ds).map((p) => p.unit.id)).toEqual(['optimize']);
     expect(commits(ds)[0]?.riders?.map((r) => r.id)).toEqual(['gc']);
 
+    // A quarter period past due (due-slack.ts), no merge having come.
     const quiet = dueTable(40);
-    expect(prepares(quiet.send({ type: 'timer' })).map((p) => p.unit.id)).toEqual(['optimize', 'gc']);
+    const slackOut = 1000 + (PERIOD_SECS * 1000) / 4;
+    expect(quiet.send({ type: 'timer' })).toEqual([{ type: 'wakeAt', atMs: slackOut, reason: 'optimize due (every 300 s)', id: `optimize due (every 300 s)@${slackOut}` }]);
+    expect(quiet.state.units).toEqual([]);
+    expect(prepares(quiet.at(slackOut).send({ type: 'timer' })).map((p) => p.unit.id)).toEqual(['optimize', 'gc']);
 
     const paused = dueTable(40);
     paused.send({ type: 'pause', kind: 'merge' });
     expect(paused.state.units.map((u) => u.id).sort()).toEqual(['gc', 'optimize']);
+  });
+
+  it('falling due just after the seal that made it, it waits for the next seal and rides it', () => {
+    const d = dueTable(40);
+    d.send(small('s0', 1));
+    d.at(2100).send(mergeCommitted(7, { optimize: { ms: 30, rows: 1000 }, gc: { ms: 5, rows: 3 } }));
+    const due = 2100 + PERIOD_SECS * 1000;
+    // Seals in between (not due: nothing rides), then the seal a period later commits
+    // 100 ms after it: due by then, with no merge coming.
+    d.at(100_000).send(small('s0', 2));
+    d.at(100_100).send(mergeCommitted(8));
+    d.at(due - 100).send(small('s0', 3));
+    const ended = d.at(due + 100).send(mergeCommitted(9));
+    expect(prepares(ended)).toEqual([]);
+    expect(d.state.units).toEqual([]);
+    // A writer sealing once a minute, a little late.
+    const [c] = commits(d.at(due + 60_500).send(small('s0', 4)));
+    expect(c?.riders?.map((r) => r.id)).toEqual(['optimize', 'gc']);
   });
 
   it('an optimize or gc paused by an operator does not ride', () => {
