@@ -1,7 +1,7 @@
 import { periodicSlackMs } from './due-slack';
 import { hasChanged } from './idle';
 import { promotionAtMs } from './order';
-import { PERIODIC_KINDS, type PeriodicKind } from './units';
+import { PERIODIC_KINDS } from './units';
 import { NEVER } from './time';
 import { formatBytes } from '../config/bytes';
 import type { Bump, TableState, Unit } from './types';
