@@ -2,14 +2,17 @@ import type { TableState } from './types';
 
 /**
  * The turn was granted at `nowMs` to a direct merge: a commit of one small generation,
- * over in ~100 ms. The UI publisher (workflows/ui.ts) leaves such a turn out of the
- * search attributes unless a later activation still sees it, and a snapshot pulled in
- * at that instant waits for its end (idle.ts, settlePullIn).
+ * over in ~100 ms, alone or with maintenance riding it (rides.ts: only kinds whose last
+ * commit took under BRIEF_COMMIT_MS ride). The UI publisher (workflows/ui.ts) leaves
+ * such a turn out of the search attributes unless a later activation still sees it, and
+ * a snapshot pulled in at that instant waits for its end (idle.ts, settlePullIn).
  */
 export function justGrantedDirect(state: TableState, nowMs: number): boolean {
   const t = state.turn;
-  if (t === null || t.sinceMs !== nowMs || (t.riders?.length ?? 0) > 0) return false;
-  const u = state.units.find((x) => x.id === t.unitId);
+  if (t === null || t.sinceMs !== nowMs) return false;
+  const unit = (id: string) => state.units.find((x) => x.id === id);
+  if (!(t.riders ?? []).every((id) => unit(id)?.rider === true)) return false;
+  const u = unit(t.unitId);
   return u?.kind === 'merge' && u.prepared?.direct === true;
 }
 
