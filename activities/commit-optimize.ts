@@ -35,7 +35,7 @@ export async function optimizeTable(deps: ActivityDeps, input: CommitOptimizeInp
   if (!tbl) return { version: 0, rows: 0, fragmentsRemoved: 0, fragmentsAdded: 0, versionsPruned: 0, measured: true };
   const before = await tbl.stats();
   const fromVersion = await tbl.version();
-  await progress.point('commit');
+  await progress.point('commit', 'optimize');
   const deadlineMs = Date.now() + optimizeDeadlineMs(before.numRows);
   const cleanupOlderThan = new Date(Date.now() - input.retentionSecs * 1000);
   const r = await progress.bounded({ phase: 'commit', step: 'optimize', deadlineMs }, tbl.optimize({ cleanupOlderThan }));

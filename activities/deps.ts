@@ -9,6 +9,8 @@ import type { PreparedCache } from './prepared-cache';
 export interface FreezePoint {
   activity: string;
   phase: 'read' | 'encode' | 'commit';
+  /** optimize or gc, in its own activity or riding a merge's commit (activity commitMerge). */
+  work?: 'optimize' | 'gc';
   attempt: number;
   /** Re-sends the activity's last progress; deduplicated, so it emits no heartbeat. */
   beat(): void;

@@ -55,7 +55,7 @@ export async function deleteGcFiles(deps: ActivityDeps, input: GcInput, progress
   const all = [...input.files.map((f) => ({ f, temp: false })), ...input.tempFiles.map((f) => ({ f, temp: true }))];
   let deleted = 0;
   let bytesFreed = 0;
-  await progress.point('commit');
+  await progress.point('commit', 'gc');
   const store = storageAt(root);
   for (const [i, { f, temp }] of all.entries()) {
     const st = await store.stat(f).catch(() => null);

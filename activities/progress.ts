@@ -101,14 +101,14 @@ export class ProgressReporter {
     return Promise.race([work, this.ctx.cancelled]);
   }
 
-  /** A fault-injection point (tests only): lets a test freeze the activity here. */
-  async point(phase: FreezePoint['phase']): Promise<void> {
+  /** A fault-injection point (tests only): lets a test freeze the activity here; `work` names maintenance that may be riding a merge's commit. */
+  async point(phase: FreezePoint['phase'], work?: FreezePoint['work']): Promise<void> {
     const hook = this.faults?.freezeProgress;
     if (!hook) return;
     const beat = (): void => {
       if (this.lastDetails) this.report(this.lastDetails);
     };
-    await this.race(Promise.resolve(hook({ activity: this.activity, phase, attempt: this.attempt, beat })));
+    await this.race(Promise.resolve(hook({ activity: this.activity, phase, ...(work ? { work } : {}), attempt: this.attempt, beat })));
   }
 
   /**

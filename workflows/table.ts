@@ -63,6 +63,8 @@ export interface TableWorkflowArgs {
   awaitMergedBoundSecs?: number;
   /** An adopted table (`table adopt`): written by others, found at this URI; shards is empty. */
   adopted?: { uri: string };
+  /** How many indices the table's table.json configures as the run starts (none: index plans only when bumped); a start without it learns that from the first index plan. */
+  configuredIndices?: number;
 }
 
 const MAX_INBOX = 10_000;
@@ -100,7 +102,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
   } else {
     const policy = applyOverride(defaultPolicy(), args.policy ?? {});
     if (!policy.ok) throw ApplicationFailure.nonRetryable(`policy: ${policy.error}`, 'InvalidPolicy');
-    st = initialState({ table: args.table, key: args.key, shards: args.shards, policy: policy.policy, nowMs: Date.now(), ...(args.adopted ? { adoptedUri: args.adopted.uri } : {}) });
+    st = initialState({ table: args.table, key: args.key, shards: args.shards, policy: policy.policy, nowMs: Date.now(), ...(args.adopted ? { adoptedUri: args.adopted.uri } : {}), ...(args.configuredIndices !== undefined ? { configuredIndices: args.configuredIndices } : {}) });
   }
   const runEventsBound = args.continueAsNewAtEvents ?? RUN_EVENTS_BOUND;
   const stalled = new Set(carried?.stalled ?? []);

@@ -21,6 +21,7 @@ export const workflowArgsFor = (meta: TableMeta): TableWorkflowArgs => ({
   shards: meta.shards,
   ...(meta.policy ? { policy: meta.policy } : {}),
   ...(meta.adopted ? { adopted: meta.adopted } : {}),
+  configuredIndices: meta.indices.length,
 });
 
 /** How stale the pressure a writer acts on may be: one read of it per writer per interval. */

@@ -12,7 +12,7 @@ export const marks = (done: number | null): TableState['periodic'] => {
   return { optimize: m(), index: m(), gc: m() };
 };
 
-export function initialState(args: { table: string; key: string; shards: string[]; policy: Policy; nowMs: number; adoptedUri?: string }): TableState {
+export function initialState(args: { table: string; key: string; shards: string[]; policy: Policy; nowMs: number; adoptedUri?: string; configuredIndices?: number }): TableState {
   const { policy, nowMs } = args;
   const firstDue = (kind: PeriodicKind): number => firstDueMs(nowMs, policy.periodSecs[kind], firstPhase(args.table, kind));
   const names = [...new Set(args.shards)].sort(byName);
@@ -44,6 +44,8 @@ export function initialState(args: { table: string; key: string; shards: string[
     snapshotEverySecs: maxSnapshotSecs(policy),
     // Version 0 and nothing merged: a new table gives optimize, index and gc nothing to do.
     periodic: marks(0),
+    // A table created without indices never plans index (idle.ts, hasChanged) unless bumped.
+    ...(args.configuredIndices !== undefined && args.adoptedUri === undefined ? { noIndices: args.configuredIndices === 0 } : {}),
     // An adopted table starts in shadow mode: it decides and records, commits nothing.
     ...(args.adoptedUri !== undefined ? { adopted: { uri: args.adoptedUri, mode: 'shadow' as const, observed: null } } : {}),
   };

@@ -240,13 +240,20 @@ class Simulation {
     this.result.turns.push(this.openTurns.get(u.id)!);
     const model = this.cfg.activities;
     const generations = u.kind === 'merge' ? u.toSeq - u.fromSeq + 1 : 0;
-    const ms = model ? model.durationMs({ phase: 'commit', kind: u.kind, generations, atMs: this.now }, this.rng) : draw(this.rng, this.cfg.commitMs[u.kind]);
+    const commitMs = (kind: Kind, gens: number) => (model ? model.durationMs({ phase: 'commit', kind, generations: gens, atMs: this.now }, this.rng) : draw(this.rng, this.cfg.commitMs[kind]));
+    let ms = commitMs(u.kind, generations);
     const fail = this.failure(this.cfg.commitFaults);
     if (fail) return this.later(ms, { type: 'commitFailed', unitId: u.id, ...fail });
     const rows = u.kind === 'merge' ? (u.prepared?.rows ?? 0) : 0;
-    // Maintenance riding the turn (src/policy/rides.ts) runs inside it, taking no time of its own here.
+    // Maintenance riding the turn (src/policy/rides.ts) runs inside it, after the upsert:
+    // it takes what its own commit would, and the turn ends after it.
     const maintained: Maintained = {};
-    for (const r of riders) if (r.rider && isRidingKind(r.kind)) maintained[r.kind] = { ms: 0, rows: 0 };
+    for (const r of riders) {
+      if (!r.rider || !isRidingKind(r.kind)) continue;
+      const riderMs = commitMs(r.kind, 0);
+      maintained[r.kind] = { ms: riderMs, rows: 0 };
+      ms += riderMs;
+    }
     this.later(ms, { type: 'committed', unitId: u.id, version: ++this.version, rows, attempts: 1, ...(Object.keys(maintained).length ? { maintained } : {}) });
   }
 }

@@ -1,11 +1,22 @@
 import fc from 'fast-check';
 import { initialState, step } from '../../src/policy';
+import { BRIEF_COMMIT_MS } from '../../src/policy/brief-turn';
 import type { Decision, Kind, Policy, PolicyEvent, StepResult, TableState } from '../../src/policy/types';
 import { KINDS } from '../../src/policy/types';
 import { simPolicy } from '../../src/sim';
 import type { Range } from '../../src/sim';
 
 export { simPolicy };
+
+/**
+ * optimize and gc took a second or more on this table last time: when due they run as
+ * units of their own instead of riding a merge's turn (src/policy/rides.ts), as tests of
+ * their timing and of turn order want them.
+ */
+export function maintenanceMeasuredSlow(state: TableState): TableState {
+  state.lastCommitMs = { optimize: BRIEF_COMMIT_MS, gc: BRIEF_COMMIT_MS };
+  return state;
+}
 
 /** A table in a quiet state: periodic kinds off, the first snapshot already done. */
 export function quietTable(overrides: Partial<Policy> = {}, shards = ['s0', 's1'], nowMs = 0): TableState {

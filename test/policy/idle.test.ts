@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { initialState } from '../../src/policy';
 import type { Decision, Policy, PolicyEvent } from '../../src/policy/types';
-import { committed, demand, Driver, prepared, prepares, simPolicy, wakeAts } from './helpers';
+import { committed, demand, Driver, maintenanceMeasuredSlow, prepared, prepares, simPolicy, wakeAts } from './helpers';
 import { firstPhase } from '../../src/policy/phase';
 
 // The idle-cost rules of src/policy/idle.ts, example by example. The properties over
@@ -9,7 +9,9 @@ import { firstPhase } from '../../src/policy/phase';
 
 const MIN = 60_000;
 // The mechanism at a 15 min max; the default (6 h) only stretches the same doubling.
-const fresh = (overrides: Partial<Policy> = {}): Driver => new Driver(initialState({ table: 't', key: 'id', shards: ['s0', 's1'], policy: simPolicy({ snapshotIntervalSecs: 60, snapshotMaxIntervalSecs: 900, ...overrides }), nowMs: 0 }));
+// Its optimize and gc run as units of their own when due: these tests are of when that is.
+const fresh = (overrides: Partial<Policy> = {}): Driver =>
+  new Driver(maintenanceMeasuredSlow(initialState({ table: 't', key: 'id', shards: ['s0', 's1'], policy: simPolicy({ snapshotIntervalSecs: 60, snapshotMaxIntervalSecs: 900, ...overrides }), nowMs: 0 })));
 
 const snapshots = (ds: Decision[]) => ds.filter((d) => d.type === 'snapshot').length;
 const commitsOf = (ds: Decision[]) => ds.flatMap((d) => (d.type === 'commit' ? [d.unit.id] : []));
@@ -392,6 +394,31 @@ describe('optimize, index and gc only after a change', () => {
     expect(ids(d.send(committed('merge/s0', 10)))).toEqual([]);
     expect(d.state.dueAtMs.index).toBeGreaterThan(d.nowMs);
     expect(ids(d.at(d.state.dueAtMs.index).send({ type: 'timer' }))).toEqual(['index']);
+  });
+
+  it('a table started with its count of configured indices: none, and index never plans unless bumped; some, and it plans after a change', () => {
+    const started = (configuredIndices: number) => {
+      const policy = simPolicy({ snapshotIntervalSecs: 60, snapshotMaxIntervalSecs: 900, periodSecs: { optimize: 0, index: 60, gc: 0 } });
+      const d = new Driver(initialState({ table: 't', key: 'id', shards: ['s0', 's1'], policy, nowMs: 0, configuredIndices }));
+      d.send({ type: 'timer' });
+      d.send({ type: 'snapshot', revision: 0, shards: [] });
+      d.send(demand('s0', 2));
+      d.at(9_999).send(prepared('merge/s0'));
+      d.at(10_000).send(committed('merge/s0', 5));
+      return d;
+    };
+    const none = started(0);
+    expect(none.state.noIndices).toBe(true);
+    const timers = idleUntil(none, 30 * MIN);
+    expect(timers.length).toBeGreaterThan(0);
+    expect(prepares(none.decisions).filter((p) => p.unit.kind === 'index')).toEqual([]);
+    expect(prepares(none.send({ type: 'bump', bump: { target: { kind: 'index' }, class: 2, reason: 'r', expiresAtMs: 31 * MIN } })).map((p) => p.unit.id)).toEqual(['index']);
+
+    const some = started(2);
+    expect(some.state.noIndices).toBe(false);
+    const at = some.state.dueAtMs.index;
+    expect(at).toBeLessThanOrEqual(10_000 + 60_000);
+    expect(prepares(some.at(at).send({ type: 'timer' })).map((p) => p.unit.id)).toEqual(['index']);
   });
 
   it('index plans recorded without the count (older runs) keep planning every period', () => {

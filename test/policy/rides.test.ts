@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { commits, Driver, prepares, quietTable } from './helpers';
+import { BRIEF_COMMIT_MS } from '../../src/policy/brief-turn';
+import { FIRST_RIDE_MAX_GENERATIONS, FIRST_RIDE_MAX_ROWS, FIRST_RIDE_MAX_VERSIONS } from '../../src/policy/rides';
 import type { PolicyEvent } from '../../src/policy/types';
 
 // optimize and gc riding a merge's turn (src/policy/rides.ts).
@@ -56,7 +58,8 @@ describe('maintenance riding a merge', () => {
     d.at(2100).send(mergeCommitted(6, { optimize: { ms: 900, rows: 0, error: 'optimize: disk full' } }));
     expect(d.state.units).toEqual([]);
     expect(d.state.dueAtMs.optimize).toBe(2100 + PERIOD_SECS * 1000);
-    expect(d.state.lastCommitMs).toEqual({});
+    // Both count as not brief: optimize failed, gc was not run by the worker.
+    expect(d.state.lastCommitMs).toEqual({ optimize: BRIEF_COMMIT_MS, gc: BRIEF_COMMIT_MS });
     // The merge itself committed.
     expect(d.state.shards[0]!.mergedThroughSeq).toBe(1);
     const later = d.at(2100 + PERIOD_SECS * 1000).send(small('s0', 2));
@@ -73,10 +76,36 @@ describe('maintenance riding a merge', () => {
     expect(commits(retry).map((c) => [c.unit.id, c.riders?.map((r) => r.id)])).toEqual([['merge/s0', ['optimize', 'gc']]]);
   });
 
-  it('runs as its own unit: never measured, slow last time, bumped, or no merge coming', () => {
-    const never = dueTable(undefined);
-    expect(prepares(never.send(small('s0', 1))).map((p) => p.unit.id)).toEqual(['optimize', 'gc']);
+  it('a first run, never measured, rides on a table small enough for it; past that it runs as its own unit', () => {
+    const fresh = dueTable(undefined);
+    fresh.state.counters.rowsMerged = FIRST_RIDE_MAX_ROWS;
+    const [c] = commits(fresh.send(small('s0', 1)));
+    expect(c?.riders?.map((r) => r.id)).toEqual(['optimize', 'gc']);
+    fresh.at(2100).send(mergeCommitted(7, { optimize: { ms: 30, rows: 1000 }, gc: { ms: 5, rows: 3 } }));
+    expect(fresh.state.lastCommitMs).toEqual({ optimize: 30, gc: 5 });
 
+    const manyRows = dueTable(undefined);
+    manyRows.state.counters.rowsMerged = FIRST_RIDE_MAX_ROWS + 1;
+    const rows = manyRows.send(small('s0', 1));
+    expect(prepares(rows).map((p) => p.unit.id)).toEqual(['optimize']);
+    expect(commits(rows)[0]?.riders?.map((r) => r.id)).toEqual(['gc']);
+
+    const manyVersions = dueTable(undefined);
+    manyVersions.state.version = FIRST_RIDE_MAX_VERSIONS + 1;
+    manyVersions.state.periodic.optimize.done = FIRST_RIDE_MAX_VERSIONS;
+    const versions = manyVersions.send(small('s0', 1));
+    expect(prepares(versions).map((p) => p.unit.id)).toEqual(['optimize']);
+    expect(commits(versions)[0]?.riders?.map((r) => r.id)).toEqual(['gc']);
+
+    const manyGenerations = dueTable(undefined);
+    manyGenerations.state.shards[0]!.mergedThroughSeq = FIRST_RIDE_MAX_GENERATIONS + 1;
+    manyGenerations.state.shards[0]!.sealedThroughSeq = FIRST_RIDE_MAX_GENERATIONS + 1;
+    const gens = manyGenerations.send(small('s0', FIRST_RIDE_MAX_GENERATIONS + 2));
+    expect(prepares(gens).map((p) => p.unit.id)).toEqual(['gc']);
+    expect(commits(gens)[0]?.riders?.map((r) => r.id)).toEqual(['optimize']);
+  });
+
+  it('runs as its own unit: slow last time, bumped, or no merge coming', () => {
     const slow = dueTable(1500);
     expect(prepares(slow.send(small('s0', 1))).map((p) => p.unit.id)).toEqual(['optimize', 'gc']);
 

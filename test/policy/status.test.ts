@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { statusView } from '../../src/policy';
-import { committed, demand, Driver, prepared, quietTable } from './helpers';
+import { committed, demand, Driver, maintenanceMeasuredSlow, prepared, quietTable } from './helpers';
 
 describe('statusView', () => {
   it('has the fields of `turnstile status --json`', () => {
@@ -21,7 +21,7 @@ describe('statusView', () => {
   });
 
   it('says when a kind is limited by maxConsecutiveTurns, and who is next', () => {
-    const d = new Driver(quietTable({ maxConsecutiveTurns: { merge: 1, optimize: 1, index: 1, gc: 1 } }));
+    const d = new Driver(maintenanceMeasuredSlow(quietTable({ maxConsecutiveTurns: { merge: 1, optimize: 1, index: 1, gc: 1 } })));
     d.send(demand('s0', 1, 1));
     d.send(demand('s1', 1, 2));
     d.at(1).send(prepared('merge/s0'));

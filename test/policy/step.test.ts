@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { backlogOf, carryOver, initialState, NEVER, statusView, step } from '../../src/policy';
 import type { PolicyEvent, TableState } from '../../src/policy/types';
-import { commits, committed, demand, Driver, prepared, prepares, quietTable, simPolicy, twoMergesReady, wakeAts } from './helpers';
+import { commits, committed, demand, Driver, maintenanceMeasuredSlow, prepared, prepares, quietTable, simPolicy, twoMergesReady, wakeAts } from './helpers';
 
 
 describe('initialState and the step contract', () => {
@@ -139,7 +139,7 @@ describe('units and preparation', () => {
   });
 
   it('a non-retryable failure of optimize drops it until its next period, when it runs again', () => {
-    const d = new Driver(quietTable({ periodSecs: { optimize: 30, index: 0, gc: 0 } }));
+    const d = new Driver(maintenanceMeasuredSlow(quietTable({ periodSecs: { optimize: 30, index: 0, gc: 0 } })));
     // Something changed (a maintenance-free version bump), so optimize has work.
     d.send({ type: 'bump', bump: { target: { kind: 'optimize' }, class: 3, reason: 'r', expiresAtMs: 1 } });
     expect(d.unit('optimize')?.state).toBe('preparing');
@@ -241,7 +241,7 @@ describe('periodic timers come after the due time', () => {
       [300, 60_000],
       [900, 60_000],
     ] as const) {
-      const d = new Driver(quietTable({ periodSecs: { optimize: secs, index: 0, gc: 0 }, periodicWhenIdle: true }));
+      const d = new Driver(maintenanceMeasuredSlow(quietTable({ periodSecs: { optimize: secs, index: 0, gc: 0 }, periodicWhenIdle: true })));
       const due = d.state.dueAtMs.optimize;
       expect(wakeAts(d.send({ type: 'timer' })).at(-1)?.atMs).toBe(due + slack);
       // A demand after the due time: the merge and the optimize start together.

@@ -174,12 +174,14 @@ test('a commit-ready unit is promoted after maxTurnWaitSecs while the turn is he
       return { version: commits, rows: i.prepared.rows };
     },
   });
-  // periodicWhenIdle: optimize is due every period even though the table has not changed yet.
-  const shell = await startShell('promote', acts, { ...QUIET, periodSecs: { optimize: 1, index: 0, gc: 0 }, periodicWhenIdle: true, maxTurnWaitSecs: { optimize: 1 } });
+  const shell = await startShell('promote', acts, { ...QUIET, periodSecs: { optimize: 0, index: 0, gc: 0 }, maxTurnWaitSecs: { optimize: 1 } });
   try {
     const { tables, table, handle } = shell;
     await handle.signal(msg.demand, demand('s0', 1));
     await eventually(async () => (await tables.state(table)).turn?.unitId === 'merge/s0', 'merge/s0 holding the turn');
+    // Asked for at its own class (3): a bumped optimize is a unit of its own, where on a
+    // table this small it would otherwise ride the next merge (src/policy/rides.ts).
+    await handle.signal(msg.bump, { kind: 'optimize', class: 3, reason: 'promotion under test' });
     await handle.signal(msg.demand, demand('s1', 1));
     // Promotion is the only way optimize can pass merge/s1: its base class is 3, merge's 2.
     const promoted = await eventually(async () => {
