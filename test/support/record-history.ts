@@ -2,8 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { temporal } from '@temporalio/proto';
 import { version } from '../../package.json';
-import { chainHistories } from './history';
+import { chainHistories, type History } from './history';
 
 export const HISTORIES_DIR = path.resolve(__dirname, '..', 'histories');
 /**
@@ -14,6 +15,15 @@ export const HISTORIES_DIR = path.resolve(__dirname, '..', 'histories');
 export const RECORD_DIR = path.join(HISTORIES_DIR, version);
 
 /**
+ * Whether the run got as far as one completed workflow task. A run fetched the moment it
+ * began (the continue-as-new the test just caused) has none, and replaying it waits
+ * forever for a task that is not in the history.
+ */
+export function hasCompletedTask(history: History): boolean {
+  return (history.events ?? []).some((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
+}
+
+/**
  * With TURNSTILE_RECORD_HISTORIES=1, saves the workflow's history (every run of it, in
  * order) under test/histories/<release>/<name>-<n>.json for the replay test. Recording is opt-in so
  * an ordinary test run never rewrites checked-in files.
@@ -21,7 +31,8 @@ export const RECORD_DIR = path.join(HISTORIES_DIR, version);
 export async function recordHistory(client: Client, handle: WorkflowHandle, name: string): Promise<void> {
   if (process.env.TURNSTILE_RECORD_HISTORIES !== '1') return;
   fs.mkdirSync(RECORD_DIR, { recursive: true });
-  for (const [i, h] of (await chainHistories(client, handle.workflowId)).entries()) {
+  const runs = (await chainHistories(client, handle.workflowId)).filter(hasCompletedTask);
+  for (const [i, h] of runs.entries()) {
     fs.writeFileSync(path.join(RECORD_DIR, `${name}-${i + 1}.json`), historyToJSON(h));
   }
 }
