@@ -106,16 +106,34 @@ export class TableWriter {
     return this.pressure;
   }
 
+  /**
+   * The pressure before a writer's first seal. A table publishing pressure 0 gets no
+   * query: at 0 the delay is 0 and the backlog is below hardBacklog whatever the limits,
+   * so they are left unknown (never refusing) until the background refresh sees the
+   * pressure rise and asks for them. A fleet of writers starting at once would otherwise
+   * send each table's worker a query (a workflow task) before its first seal. A table
+   * that has published nothing yet, or a pressure above 0, is asked as before.
+   */
+  private async firstPressure(): Promise<void> {
+    const read = await this.read(() => this.tables.publishedPressure(this.meta.name));
+    if (!read.ok) return;
+    if (read.value?.writePressure === 0) this.pressure = { ...read.value, hardBacklog: Infinity, maxWriteDelayMs: 0 };
+    else await this.refreshPressure();
+  }
+
   /** One read of the table under the deadline; an unreachable cluster leaves the last known pressure in force. */
-  private async read(fn: () => Promise<void>): Promise<void> {
+  private async read<T>(fn: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false }> {
     try {
-      await this.tables.client.connection.withDeadline(Date.now() + PRESSURE_READ_TIMEOUT_MS, fn);
+      const value = await this.tables.client.connection.withDeadline(Date.now() + PRESSURE_READ_TIMEOUT_MS, fn);
       this.unreachable = undefined;
+      return { ok: true, value };
     } catch (e) {
       if ((e as Error).name === 'WorkflowNotFoundError') this.pressure = undefined;
       else this.unreachable = (e as Error).message.split('\n')[0];
+      return { ok: false };
+    } finally {
+      this.pressureAtMs = Date.now();
     }
-    this.pressureAtMs = Date.now();
   }
 
   /** Why the last pressure read failed (the cluster is unreachable), if it did: the pressure in force is the last known one. */
@@ -130,7 +148,7 @@ export class TableWriter {
    */
   async write(shard: string, rows: ArrowTable | readonly Row[]): Promise<WriteGenerationResult> {
     if (!this.meta.shards.includes(shard)) throw new Error(`--shard: ${JSON.stringify(shard)} is not a shard of ${this.meta.name}; accepted: ${this.meta.shards.join(', ')}`);
-    if (this.pressureAtMs === 0) await this.refreshPressure();
+    if (this.pressureAtMs === 0) await this.firstPressure();
     else if (Date.now() - this.pressureAtMs >= PRESSURE_REFRESH_MS && !this.refreshing) {
       this.refreshing = this.refreshInBackground().finally(() => (this.refreshing = null));
     }

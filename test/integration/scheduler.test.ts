@@ -277,6 +277,29 @@ test('a writer follows the backlog the table publishes (describe), and queries t
   }
 });
 
+test("a writer's first seal asks no worker while the table publishes pressure 0", async () => {
+  const { table, writer } = await newTable('first-read', { ...QUIET, softBacklog: 0, hardBacklog: 10, maxWriteDelayMs: 1000 });
+  await eventually(async () => (await h.tables.publishedPressure(table)) !== null, 'the table published its pressure');
+  const queries = vi.spyOn(h.tables, 'state');
+  try {
+    await new Load(writer, { rowsPerGeneration: 50, keySpan: 500, pauseMs: 0 }).writeOne('s0');
+    expect(queries).not.toHaveBeenCalled();
+    await h.tables.pause(table, { kind: 'merge' });
+    await eventually(async () => (await h.tables.status(table)).pausedKinds.includes('merge'), 'pause applied');
+    await new Load(writer, { rowsPerGeneration: 50, keySpan: 500, pauseMs: 0 }).writeOne('s1');
+    await eventually(async () => ((await h.tables.publishedPressure(table))?.writePressure ?? 0) > 0, 'pressure above 0 published');
+    queries.mockClear(); // the status reads above went through it
+    // Above 0 the limits act, so a new writer asks for them before its first seal.
+    const second = await TableWriter.open(h.tables, h.dataRoot, table);
+    await new Load(second, { rowsPerGeneration: 50, keySpan: 500, pauseMs: 0 }).writeOne('s1');
+    expect(queries).toHaveBeenCalledTimes(1);
+    expect(await second.refreshInBackground()).toMatchObject({ hardBacklog: 10, maxWriteDelayMs: 1000 });
+  } finally {
+    queries.mockRestore();
+    await h.tables.resume(table, { kind: 'merge' });
+  }
+});
+
 test('writers are slowed smoothly by write pressure and refused at hardBacklog; nothing is lost', async () => {
   const { table, writer, handle } = await newTable('pressure', { ...QUIET, softBacklog: 2, hardBacklog: 6, maxWriteDelayMs: 400 });
   await h.tables.pause(table, { kind: 'merge' });
