@@ -87,6 +87,17 @@ describe('config loader', () => {
     expect(threads({}, { worker: { dedupThreads: 2.5 } })).toMatch(/^worker\.dedupThreads: must be an integer in \[0, 16\]/);
   });
 
+  test('cached workflows: 800 unless the file or TURNSTILE_MAX_CACHED_WORKFLOWS says otherwise; anything outside [2, 100000] named with its range', () => {
+    const cached = (env: Record<string, string>, file?: unknown) => {
+      const r = loadConfig(env, file);
+      return r.ok ? r.config.worker.maxCachedWorkflows : r.error;
+    };
+    expect(cached({})).toBe(800);
+    expect(cached({ TURNSTILE_MAX_CACHED_WORKFLOWS: '5000' })).toBe(5000);
+    expect(cached({}, { worker: { maxCachedWorkflows: 300 } })).toBe(300);
+    for (const bad of ['0', '1', '100001', '1.5', 'many']) expect(cached({ TURNSTILE_MAX_CACHED_WORKFLOWS: bad })).toMatch(/^worker\.maxCachedWorkflows: must be an integer in \[2, 100000\]/);
+  });
+
   test('workflow stack traces: off unless the file or TURNSTILE_WORKFLOW_STACK_TRACES turns them on; anything but a boolean named', () => {
     const stacks = (env: Record<string, string>, file?: unknown) => {
       const r = loadConfig(env, file);

@@ -23,13 +23,14 @@ export async function installWorkerRuntime(config: Config, label = 'Metrics:'): 
 export const versioned = (config: Config): boolean => config.temporal.deploymentName !== 'off';
 
 /** What `worker` and `dev` pass every worker from the configuration. */
-export function workerOptionsOf(config: Config): Pick<WorkerOptions, 'deps' | 'maxConcurrentActivities' | 'shutdownGraceSecs' | 'workflowStackTraces' | 'deploymentName' | 'workflowBundleFile'> {
+export function workerOptionsOf(config: Config): Pick<WorkerOptions, 'deps' | 'maxConcurrentActivities' | 'maxCachedWorkflows' | 'shutdownGraceSecs' | 'workflowStackTraces' | 'deploymentName' | 'workflowBundleFile'> {
   return {
     // Explicit: callers spread config.temporal (which holds the name, `off` too) before this.
     deploymentName: versioned(config) ? config.temporal.deploymentName : undefined,
     ...(config.worker.workflowBundle ? { workflowBundleFile: path.resolve(config.worker.workflowBundle) } : {}),
     deps: { dataRoot: config.dataRoot, prepareCheckpointSecs: config.worker.prepareCheckpointSecs, ...(config.worker.dedupThreads === undefined ? {} : { dedupThreadCount: config.worker.dedupThreads }) },
     maxConcurrentActivities: config.worker.maxConcurrentActivities,
+    maxCachedWorkflows: config.worker.maxCachedWorkflows,
     shutdownGraceSecs: config.worker.shutdownGraceSecs,
     workflowStackTraces: config.worker.workflowStackTraces,
   };

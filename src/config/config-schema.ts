@@ -11,6 +11,15 @@ import type { Policy } from '../policy/types';
 /** How often a fleet reads the generation store for seals nobody signalled (src/worker/store-sweeper.ts). */
 export const DEFAULT_SWEEP_SECS = 120;
 
+/**
+ * Table workflows a worker keeps in memory between their tasks (the SDK's sticky cache).
+ * Each costs ~0.7 MiB of heap; the SDK's default (600 per GiB of heap limit, ~2,300 on a
+ * 4 GiB heap) let a worker of 5,000 mostly idle tables grow to 3.4-3.8 GiB, whose
+ * garbage collections held workflow tasks for seconds (bench/README.md, "Many tables").
+ * A table evicted from the cache replays its run's history at its next task.
+ */
+export const DEFAULT_MAX_CACHED_WORKFLOWS = 800;
+
 export const configSchema = z
   .object({
     temporal: z
@@ -33,6 +42,9 @@ export const configSchema = z
         sweepSecs: z
           .preprocess((v) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v), z.number({ invalid_type_error: 'must be an integer in [0, 86400] (env TURNSTILE_SWEEP_SECS)' }).int({ message: 'must be an integer in [0, 86400]' }).min(0, { message: 'must be an integer in [0, 86400]' }).max(86400, { message: 'must be an integer in [0, 86400]' }))
           .default(DEFAULT_SWEEP_SECS),
+        maxCachedWorkflows: z
+          .preprocess((v) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v), z.number({ invalid_type_error: 'must be an integer in [2, 100000] (env TURNSTILE_MAX_CACHED_WORKFLOWS)' }).int({ message: 'must be an integer in [2, 100000]' }).min(2, { message: 'must be an integer in [2, 100000]' }).max(100000, { message: 'must be an integer in [2, 100000]' }))
+          .default(DEFAULT_MAX_CACHED_WORKFLOWS),
         // Absent: one fewer than the cores, at most 4, none on two cores or fewer (resolved where the worker starts: os is not pure). 0: on the worker's own thread.
         dedupThreads: z
           .preprocess((v) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v), z.number({ invalid_type_error: 'must be an integer in [0, 16] (env TURNSTILE_DEDUP_THREADS)' }).int({ message: 'must be an integer in [0, 16]' }).min(0, { message: 'must be an integer in [0, 16]' }).max(16, { message: 'must be an integer in [0, 16]' }))
@@ -67,7 +79,7 @@ export const configSchema = z
 export interface Config {
   temporal: { address: string; namespace: string; taskQueue: string; deploymentName: string };
   dataRoot: string;
-  worker: { maxConcurrentActivities: number; shutdownGraceSecs: number; prepareCheckpointSecs: number; sweepSecs: number; dedupThreads?: number | undefined; workflowStackTraces: boolean; metricsAddress: string; memoryBudgetBytes?: number | undefined; workflowBundle?: string | undefined };
+  worker: { maxConcurrentActivities: number; shutdownGraceSecs: number; prepareCheckpointSecs: number; sweepSecs: number; maxCachedWorkflows: number; dedupThreads?: number | undefined; workflowStackTraces: boolean; metricsAddress: string; memoryBudgetBytes?: number | undefined; workflowBundle?: string | undefined };
   policy: Policy;
 }
 
@@ -83,6 +95,7 @@ export const ENV_KEYS: Record<string, string[]> = {
   TURNSTILE_WORKER_MEMORY: ['worker', 'memoryBudgetBytes'],
   TURNSTILE_DEDUP_THREADS: ['worker', 'dedupThreads'],
   TURNSTILE_SWEEP_SECS: ['worker', 'sweepSecs'],
+  TURNSTILE_MAX_CACHED_WORKFLOWS: ['worker', 'maxCachedWorkflows'],
   TURNSTILE_WORKFLOW_STACK_TRACES: ['worker', 'workflowStackTraces'],
 };
 

@@ -25,6 +25,8 @@ export interface WorkerOptions {
   /** A pre-built bundle (tests share one); built from workflows/ when absent. */
   bundle?: WorkflowBundleWithSourceMap;
   maxConcurrentActivities?: number;
+  /** Workflows kept in memory between tasks (config worker.maxCachedWorkflows); absent: the SDK's default. */
+  maxCachedWorkflows?: number;
   shutdownGraceSecs?: number;
   /** The worker's name (default pid@host); its storage root is appended (src/messages/worker-identity.ts). */
   identity?: string;
@@ -169,6 +171,7 @@ export async function createWorker(opts: WorkerOptions): Promise<CreatedWorker> 
     // (bench/README.md): a third of the activities came eagerly, but the
     // fewer polls left 1,000 tables' start-up snapshots a minute in the queue. Kept.
     ...(memory ? { tuner: memory.tuner } : { maxConcurrentActivityTaskExecutions: slots }),
+    ...(opts.maxCachedWorkflows === undefined ? {} : { maxCachedWorkflows: opts.maxCachedWorkflows }),
     shutdownGraceTime: `${opts.shutdownGraceSecs ?? 30} s`,
     stickyQueueScheduleToStartTimeout: `${STICKY_QUEUE_TIMEOUT_SECS} s`,
     identity,
