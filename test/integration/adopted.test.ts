@@ -136,6 +136,11 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
     const logDir = fs.mkdtempSync(path.join(local, 'logs-'));
     const t0 = Date.now();
     const notes: string[] = [];
+    // Printed as it happens too: a run cut short by the timeout still shows how far it got.
+    const note = (line: string) => {
+      notes.push(line);
+      console.log(`[adopted ${storage} +${((Date.now() - t0) / 1000).toFixed(0)} s] ${line}`);
+    };
 
     await createOutsideTable(uri, INITIAL_ROWS);
 
@@ -210,7 +215,7 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
       // Every version of the run until the switch is a writer's commit: their rate.
       const shadowSecs = (switchAt - shadowAt) / 1000;
       const commitsPerSec = (walked - shadowFromVersion) / shadowSecs;
-      notes.push(
+      note(
         `shadow ${shadowSecs.toFixed(0)} s: ${shadow.turnstile.perKind.optimize.decided} optimize decisions (none carried out), ${walked - shadowFromVersion} versions, all adding rows (${latest - walked} more not walked), ` +
           `writers ${commitsPerSec.toFixed(1)} commits/s, fragments ${shadowSamples[0]?.fragments}..${shadowSamples.at(-1)?.fragments}`,
       );
@@ -252,7 +257,7 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
       const settled = watcher.between(settledFrom, activeEnd);
       const activeMax = Math.max(...settled.map((s) => s.fragments));
       const conflicts = status.counters.commitConflicts;
-      notes.push(
+      note(
         `active ${((activeEnd - switchAt) / 1000).toFixed(0)} s: fragments ${beforeSwitch} at the switch, ` +
           `first compaction ${firstCompaction ? `after ${((firstCompaction.closedAtMs! - switchAt) / 1000).toFixed(1)} s` : 'never'}, ` +
           `then max ${activeMax} (bound ${bound}) min ${activeMin} over ${settled.length} looks; optimize turns ${turnsBefore} -> ${status.counters.turns.optimize}, ` +
@@ -295,7 +300,7 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
         killed.push(`${run.outcome} ${((run.closedAtMs! - victim.killedAtMs) / 1000).toFixed(1)} s after the kill (started by the victim: ${run.startedBy === victim.identity})`);
         if (run.outcome !== 'completed') cut = { victim, run };
       }
-      notes.push(`kills: ${killed.join('; ')}`);
+      note(`kills: ${killed.join('; ')}`);
       expect(cut, killed.join('; ')).not.toBeNull();
       const resumed = await eventually(
         async () => (await commitRuns(handle)).find((r) => r.outcome === 'completed' && r.startedBy === worker.identity && r.scheduledAtMs >= cut!.run.closedAtMs!),
@@ -307,7 +312,7 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
         return null;
       });
       const killedAt = cut!.victim.killedAtMs;
-      notes.push(
+      note(
         (resumed
           ? `after the kill: the next optimize commit was scheduled ${((resumed.scheduledAtMs - killedAt) / 1000).toFixed(1)} s, ` +
             `started ${((resumed.startedAtMs! - killedAt) / 1000).toFixed(1)} s, completed ${((resumed.closedAtMs! - killedAt) / 1000).toFixed(1)} s after the kill; `
@@ -324,19 +329,19 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
       writers = null;
       const models = stopped.map((w) => w.model);
       const pct = (v: number[], p: number) => [...v].sort((x, y) => x - y)[Math.max(0, Math.ceil((p / 100) * v.length) - 1)] ?? 0;
-      notes.push(
+      note(
         `writers: ${stopped.map((w) => `${w.commits} commits, ${w.failures} failed attempts, ${w.lanceRetries} Lance retries, batch p50 ${pct(w.batchMs, 50)} ms p99 ${pct(w.batchMs, 99)} ms max ${Math.max(0, ...w.batchMs)} ms`).join('; ')}`,
       );
-      for (const w of stopped.filter((x) => x.failures > 0)) notes.push(`writer ${w.writer} failed: ${w.errors.slice(0, 5).join('; ')}`);
+      for (const w of stopped.filter((x) => x.failures > 0)) note(`writer ${w.writer} failed: ${w.errors.slice(0, 5).join('; ')}`);
       // A panic inside lancedb: Rust's line on stderr.
       const panics = writersErr.split('\n').filter((l) => /panicked at/.test(l));
-      if (panics.length > 0) notes.push(`writers' panics: ${panics.slice(0, 3).join('; ')}`);
+      if (panics.length > 0) note(`writers' panics: ${panics.slice(0, 3).join('; ')}`);
       // A writer whose batch never ended (SIGKILLed at the stop) kept a batch in flight.
       const hung = stopped.filter((w) => w.killed).map((w) => `writer ${w.writer}: batch ${w.inFlight?.seq} in flight ${((stopAt - (w.inFlight?.sinceMs ?? stopAt)) / 1000).toFixed(0)} s at the stop`);
-      if (hung.length > 0) notes.push(`hung: ${hung.join('; ')}`);
+      if (hung.length > 0) note(`hung: ${hung.join('; ')}`);
       expect.soft(hung, 'outside writers that did not end their batch').toEqual([]);
       const verified = await verifyAgainstModels(await openOutsideTable(uri), models, INITIAL_ROWS);
-      notes.push(`verify: ${JSON.stringify({ ...verified, examples: undefined })}`);
+      note(`verify: ${JSON.stringify({ ...verified, examples: undefined })}`);
       expect(verified.examples).toEqual([]);
       expect(verified).toMatchObject({ duplicateKeys: 0, missing: 0, wrong: 0, extra: 0 });
       const fresh = await openOutsideTable(uri);
@@ -355,7 +360,7 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
         byKind.set(r.activityId, k);
       }
       const end = await h.tables.status(name);
-      notes.push(`commits: ${JSON.stringify(Object.fromEntries(byKind))}; turns ${JSON.stringify(end.counters.turns)}, commitConflicts ${JSON.stringify(end.counters.commitConflicts)}`);
+      note(`commits: ${JSON.stringify(Object.fromEntries(byKind))}; turns ${JSON.stringify(end.counters.turns)}, commitConflicts ${JSON.stringify(end.counters.commitConflicts)}`);
       // The counter has every race a commit lost: those of the commits that completed at least.
       const lostByCompleted = [...byKind.values()].reduce((n, k) => n + k.conflicts, 0);
       expect.soft(end.counters.commitConflicts ?? 0, 'status commitConflicts against the completed commits').toBeGreaterThanOrEqual(lostByCompleted);
@@ -369,7 +374,7 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
       const young = [...watcher.seen].filter(([, ts]) => finalAt - ts < POLICY.retentionSecs * 1000);
       const youngGone = young.filter(([v]) => !listed.has(v)).map(([v, ts]) => `v${v} (${((finalAt - ts) / 1000).toFixed(1)} s old)`);
       const pruned = [...watcher.seen.keys()].filter((v) => !listed.has(v)).length;
-      notes.push(`versions: ${watcher.listings} listings, ${watcher.seen.size} seen, ${pruned} pruned, ${listed.size} listed at the end, ${young.length} younger than ${POLICY.retentionSecs} s; ${watcher.errors.length} failed looks ${JSON.stringify([...new Set(watcher.errors.map((e) => e.slice(0, 160)))].slice(0, 3))}`);
+      note(`versions: ${watcher.listings} listings, ${watcher.seen.size} seen, ${pruned} pruned, ${listed.size} listed at the end, ${young.length} younger than ${POLICY.retentionSecs} s; ${watcher.errors.length} failed looks ${JSON.stringify([...new Set(watcher.errors.map((e) => e.slice(0, 160)))].slice(0, 3))}`);
       expect(youngGone, 'versions younger than retentionSecs that were pruned').toEqual([]);
       expect.soft(pruned, 'versions pruned over the run').toBeGreaterThan(0);
     } finally {
@@ -382,5 +387,5 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
       for (const w of workers) await w.stop();
       await handle.terminate('test over').catch(() => undefined);
     }
-  }, 300_000);
+  }, 600_000);
 });
