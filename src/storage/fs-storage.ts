@@ -39,6 +39,14 @@ export class FsStorage implements Storage {
     return st && st.isFile() ? { size: st.size, mtimeMs: st.mtimeMs } : null;
   }
 
+  async entriesChangedMs(dir: string): Promise<number | null> {
+    const st = await fs.lstat(this.at(dir)).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return null;
+      throw err;
+    });
+    return st && st.isDirectory() ? st.mtimeMs : null;
+  }
+
   async putIfAbsent(loc: string, bytes: BytesSource): Promise<boolean> {
     return createFileExclusive(this.at(loc), bytes);
   }

@@ -77,6 +77,10 @@ export class S3Storage implements Storage {
     }
   }
 
+  async entriesChangedMs(): Promise<number | null> {
+    return null;
+  }
+
   private async conditionalPut(loc: string, bytes: Uint8Array | string, cond: { IfNoneMatch?: string; IfMatch?: string }): Promise<boolean> {
     const Key = this.key(loc);
     const { s3, sdk: m } = await this.connect();

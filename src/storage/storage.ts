@@ -59,6 +59,12 @@ export interface Storage {
   readVersioned(loc: string): Promise<Versioned | null>;
   stat(loc: string): Promise<{ size: number; mtimeMs: number } | null>;
   /**
+   * When an entry of directory `dir` was last created, renamed or removed, where the
+   * backend records it (a filesystem directory's mtime); null on S3, which has no
+   * directories, and when there is no such directory.
+   */
+  entriesChangedMs(dir: string): Promise<number | null>;
+  /**
    * Creates `loc` durably unless it exists; false (nothing written) when it does. The
    * bytes may be a function producing them: fs opens its temp file meanwhile.
    */

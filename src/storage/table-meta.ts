@@ -113,12 +113,18 @@ async function readVersionedMeta({ name, storage, layout }: TableFiles): Promise
 
 /** Names of the tables under root (those with a table.json), sorted. */
 export async function listTables(root: string): Promise<string[]> {
+  return (await listTableFiles(root)).map((t) => t.name);
+}
+
+/** The tables under root with their table.json's size and mtime, sorted by name. */
+export async function listTableFiles(root: string): Promise<{ name: string; size: number; mtimeMs: number }[]> {
   const store = storageAt(root);
-  const found: string[] = [];
+  const found: { name: string; size: number; mtimeMs: number }[] = [];
   for (const { name, isDir } of await store.list(joinLoc(root, '_turnstile'))) {
-    if (isDir && (await store.stat(tableLayout(root, name).tableFile))) found.push(name);
+    const st = isDir ? await store.stat(tableLayout(root, name).tableFile) : null;
+    if (st) found.push({ name, ...st });
   }
-  return found.sort();
+  return found.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
 /**

@@ -2,12 +2,12 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { Runtime } from '@temporalio/worker';
 import * as msg from '../../workflows/messages';
 import { workflowIdForTable } from '../messages/names';
-import { markTold, sweep, type ShardWatermark, type SweepSignal, type SweepState } from '../policy/store-sweep';
-import { listTables, readSealed } from '../storage/generation-store';
+import { markTold, sweep, type SweepSignal, type SweepState } from '../policy/store-sweep';
 import { joinLoc } from '../storage/location';
 import { storageAt } from '../storage/open-storage';
 import { METRICS } from './metric-names';
 import { liveRecords } from './registry';
+import { StoreWatermarks } from './store-watermarks';
 
 // Runs the fleet's store sweep (src/policy/store-sweep.ts says what it decides) beside a
 // worker: every `everySecs`, the first live worker of the task queue by identity (the
@@ -28,9 +28,6 @@ export interface StoreSweeperOptions {
   log?: (line: string) => void;
 }
 
-/** Tables read at once: a sweep is many small reads. */
-const READ_CONCURRENCY = 16;
-
 export const sweepStateFile = (root: string, taskQueue: string): string => joinLoc(joinLoc(root, '_sweep'), `${taskQueue.replace(/[^A-Za-z0-9._-]/g, '_')}.json`);
 
 async function readState(root: string, file: string): Promise<SweepState> {
@@ -43,28 +40,11 @@ async function readState(root: string, file: string): Promise<SweepState> {
   }
 }
 
-async function readWatermarks(root: string): Promise<Record<string, ShardWatermark[]>> {
-  const tables = await listTables(root);
-  const out: Record<string, ShardWatermark[]> = {};
-  for (let i = 0; i < tables.length; i += READ_CONCURRENCY) {
-    await Promise.all(
-      tables.slice(i, i + READ_CONCURRENCY).map(async (t) => {
-        try {
-          out[t] = (await readSealed(root, t)).shards.map(({ shard, sealedThroughSeq }) => ({ shard, sealedThroughSeq }));
-        } catch {
-          // dropped or half-created while listed: the next sweep sees it as it is then
-        }
-      }),
-    );
-  }
-  return out;
-}
-
 /** One sweep; returns the signals it delivered. */
-export async function sweepOnce(opts: StoreSweeperOptions): Promise<SweepSignal[]> {
+export async function sweepOnce(opts: StoreSweeperOptions, watermarks = new StoreWatermarks(opts.dataRoot)): Promise<SweepSignal[]> {
   const file = sweepStateFile(opts.dataRoot, opts.taskQueue);
   const prev = await readState(opts.dataRoot, file);
-  const { next, signals } = sweep(prev, await readWatermarks(opts.dataRoot));
+  const { next, signals } = sweep(prev, await watermarks.read());
   const delivered: SweepSignal[] = [];
   if (signals.length > 0) {
     const client = await opts.client();
@@ -99,10 +79,12 @@ export function startStoreSweeper(opts: StoreSweeperOptions): { stop(): Promise<
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
+  // Kept between rounds: what has not changed since is not read again.
+  const watermarks = new StoreWatermarks(opts.dataRoot);
   const round = async () => {
     try {
       if (!(await isSweeper(opts))) return;
-      for (const s of await sweepOnce(opts)) {
+      for (const s of await sweepOnce(opts, watermarks)) {
         told.add(1, { table: s.table });
         opts.log?.(`store sweep: ${s.table} sealed through ${s.shards.map((x) => `${x.shard}@${x.sealedThroughSeq}`).join(', ')} and quiet; told the table`);
       }
