@@ -8,7 +8,7 @@
 // apart, in a window before the writers start where every table is idle, and their
 // workflow tasks during the run are counted from their histories.
 //
-//   npx tsx bench/many-tables.ts [--tables 1000] [--idle 0] [--idle-window-secs 60] [--workers 2] [--minutes 10] [--interval-secs 60] [--rows 100] [--wait-merged] [--no-settle] [--start-dev-defaults]
+//   npx tsx bench/many-tables.ts [--tables 1000] [--idle 0] [--idle-window-secs 240] [--workers 2] [--minutes 10] [--interval-secs 60] [--rows 100] [--wait-merged] [--no-settle] [--start-dev-defaults]
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -36,7 +36,7 @@ const { values: opt } = parseArgs({
   options: {
     tables: { type: 'string', default: '1000' },
     idle: { type: 'string', default: '0' },
-    'idle-window-secs': { type: 'string', default: '60' },
+    'idle-window-secs': { type: 'string', default: '240' },
     workers: { type: 'string', default: '2' },
     minutes: { type: 'string', default: '10' },
     'warm-up-minutes': { type: 'string', default: '0' },
@@ -57,6 +57,10 @@ const num = (name: keyof typeof opt, min: number): number => {
 const TABLES = Math.floor(num('tables', 1));
 const IDLE = Math.floor(num('idle', 0));
 const IDLE_WINDOW_MS = num('idle-window-secs', 0) * 1000;
+/** The idle window waits for the workers to use under QUIET_CORES over one sample, at most QUIET_MAX_WAIT_MS (both shorter for short windows). */
+const QUIET_CORES = 0.1;
+const QUIET_SAMPLE_MS = Math.min(15_000, IDLE_WINDOW_MS);
+const QUIET_MAX_WAIT_MS = Math.min(180_000, 3 * IDLE_WINDOW_MS);
 const WORKERS = Math.floor(num('workers', 1));
 const MINUTES = num('minutes', 0.01);
 /**
@@ -155,7 +159,18 @@ async function main(): Promise<void> {
 
     const processCpu = () => ({ server: server ? (cpuSeconds(server.pid) ?? 0) : 0, workers: workers.reduce((a, w) => a + (cpuSeconds(w.pid!) ?? 0), 0) });
     if (IDLE > 0 && IDLE_WINDOW_MS > 0) {
-      // Every table is up and nobody writes: what the fleet costs when it is idle.
+      // Every table is up and nobody writes: what the fleet costs when it is idle. The
+      // window starts once the workers are quiet (the garbage collection of the heap the
+      // starts left behind took 5-7 s of CPU per worker in the first minute after them).
+      const q0 = performance.now();
+      for (let before = processCpu(); performance.now() - q0 < QUIET_MAX_WAIT_MS; ) {
+        await sleep(QUIET_SAMPLE_MS);
+        const now = processCpu();
+        const busy = (now.workers - before.workers) / (QUIET_SAMPLE_MS / 1000);
+        before = now;
+        if (busy < QUIET_CORES) break;
+      }
+      console.log(`workers quiet (under ${QUIET_CORES} of a core for ${QUIET_SAMPLE_MS / 1000} s) ${((performance.now() - q0) / 1000).toFixed(0)} s after settling`);
       const c0 = processCpu();
       const w0 = performance.now();
       await sleep(IDLE_WINDOW_MS);

@@ -29,7 +29,7 @@ import { conditionalUpsert, openLanceTable, openOrCreateLanceTable } from '../sr
 import { tableFromRows, withSeqColumn } from '../src/storage/records';
 import { generateRows } from '../src/writer';
 import { formatPhases, formatTimeline, phasesOf, type Phases } from './phases';
-import { benchS3, benchServer, collectGarbage, cpuSeconds, minorFaults, peakRssBytes, startWorkerProcess, stopProcess, threadCpuSeconds } from './support';
+import { benchS3, benchServer, collectGarbage, cpuSeconds, minorFaults, peakRssBytes, resetPeakRss, rssBytes, startWorkerProcess, stopProcess, threadCpuSeconds } from './support';
 
 const { values: opt } = parseArgs({
   options: {
@@ -133,6 +133,9 @@ interface RunA {
   root: string;
   phases: Phases;
   workerPeakRss: number | null;
+  /** The worker's RSS when the timed round began; its peak is of the round alone when `peakOfRound`. */
+  workerRssBefore: number | null;
+  peakOfRound: boolean;
   bytesSealed: number;
   cpu: CpuUse;
 }
@@ -161,6 +164,8 @@ async function throughWorkflow(tmp: string, base: string, gens: Map<string, Arro
       let bytesSealed = 0;
 
       collectGarbage();
+      const workerRssBefore = rssBytes(w.pid!);
+      const peakOfRound = resetPeakRss(w.pid!);
       const cpu0 = cpuMark(w.pid!, server?.pid);
       const t0 = performance.now();
       const t0Epoch = Date.now();
@@ -190,7 +195,7 @@ async function throughWorkflow(tmp: string, base: string, gens: Map<string, Arro
       const phases = phasesOf(history, sealMs);
       if (opt.timeline && name === TABLE) console.log([`timeline (ms after the first seal, at epoch ${t0Epoch} ms):`, ...formatTimeline(history, t0Epoch, sealedAt)].join('\n'));
       const note = `${status.counters.turns.merge} merge turns, ${status.counters.rowsMerged} rows changed, ${writer.demand.signalsSent} demand signals`;
-      return { result: { method: 'A  Turnstile (workflow)', rows: total, secs, note }, root, phases, workerPeakRss, bytesSealed, cpu };
+      return { result: { method: 'A  Turnstile (workflow)', rows: total, secs, note }, root, phases, workerPeakRss, workerRssBefore, peakOfRound, bytesSealed, cpu };
     };
     if (WARM_UP) {
       const warm = await round(WARM_UP_TABLE);
@@ -303,6 +308,11 @@ async function main(): Promise<void> {
     for (const line of formatPhases(a.phases)) console.log(`  ${line}`);
     const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
     console.log(`\nworker peak RSS ${a.workerPeakRss === null ? 'unknown (no /proc)' : mib(a.workerPeakRss)} for ${mib(a.bytesSealed)} of generations merged (${a.workerPeakRss === null ? '-' : (a.workerPeakRss / a.bytesSealed).toFixed(1)}x)`);
+    if (a.workerPeakRss !== null && a.workerRssBefore !== null) {
+      // What the merges themselves held: the peak over the worker's resident set before the round.
+      const added = Math.max(0, a.workerPeakRss - a.workerRssBefore);
+      console.log(`  of it added during A: ${mib(added)} over ${mib(a.workerRssBefore)} before (${(added / a.bytesSealed).toFixed(1)}x of the generations)${a.peakOfRound ? '' : '; the peak may predate A (VmHWM could not be reset)'}`);
+    }
     const f = (x: number | null) => (x === null ? '?' : `${x.toFixed(2)} s`);
     const busy = [a.cpu.worker, a.cpu.server, a.cpu.bench].reduce<number>((t, x) => t + (x ?? 0), 0);
     console.log(`CPU during A (${a.result.secs.toFixed(2)} s wall, ${os.cpus().length} cores): worker ${f(a.cpu.worker)}, server ${f(a.cpu.server)}, writers ${f(a.cpu.bench)}: ${(busy / a.result.secs).toFixed(2)} cores busy; worker page faults ${a.cpu.workerFaults ?? '?'}`);

@@ -41,6 +41,29 @@ export function peakRssBytes(pid: number): number | null {
   }
 }
 
+/** Resident set (VmRSS) of a live process now, from /proc. */
+export function rssBytes(pid: number): number | null {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Sets a process's VmHWM back to its RSS now (Linux: 5 written to /proc/PID/clear_refs),
+ * so the next peakRssBytes is the peak of what ran since; false where that is not allowed.
+ */
+export function resetPeakRss(pid: number): boolean {
+  try {
+    fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 const workerTunables = (env: NodeJS.ProcessEnv): NodeJS.ProcessEnv => {
   const extra = env.BENCH_WORKER_GLIBC_TUNABLES;
   return extra ? { ...env, GLIBC_TUNABLES: [env.GLIBC_TUNABLES, extra].filter(Boolean).join(':') } : env;
