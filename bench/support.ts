@@ -31,25 +31,21 @@ export async function benchS3(dir: string): Promise<{ root: string; server: Seaw
   return { root: `s3://${server.bucket}/bench`, server };
 }
 
-/** Peak resident set (VmHWM) of a live process, from /proc: what the kernel itself tracked. */
-export function peakRssBytes(pid: number): number | null {
+/** A size field of /proc/PID/status (VmHWM, VmRSS) in bytes, or null without /proc. */
+function procStatusBytes(pid: number, field: 'VmHWM' | 'VmRSS'): number | null {
   try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
     return m ? Number(m[1]) * 1024 : null;
   } catch {
     return null;
   }
 }
 
+/** Peak resident set (VmHWM) of a live process, from /proc: what the kernel itself tracked. */
+export const peakRssBytes = (pid: number): number | null => procStatusBytes(pid, 'VmHWM');
+
 /** Resident set (VmRSS) of a live process now, from /proc. */
-export function rssBytes(pid: number): number | null {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) * 1024 : null;
-  } catch {
-    return null;
-  }
-}
+export const rssBytes = (pid: number): number | null => procStatusBytes(pid, 'VmRSS');
 
 /**
  * Sets a process's VmHWM back to its RSS now (Linux: 5 written to /proc/PID/clear_refs),
