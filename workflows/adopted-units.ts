@@ -1,16 +1,13 @@
-import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
-import type { createActivities } from '../activities';
+import { ActivityFailure, ApplicationFailure } from '@temporalio/workflow';
 import type { AdoptedPlan } from '../activities/adopted';
 import { criteria } from '../src/policy/adopted';
 import type { PeriodicUnit, PolicyEvent, TableState, Unit } from '../src/policy/types';
-import { classify, commitActivities, commitBytes, commitSummary, costed, notTaken, prepActivities } from './run-unit';
+import { classify, commitActivities, commitBytes, commitSummary, costed, notTaken, planAging, scanAging } from './run-unit';
 
 // The prepare and commit of an adopted table's units (the table workflow picks these
 // when state.adopted is set): plans and commits act on the table at its URI, and every
 // kind's plan is one activity. The plan is carried in the shape of its kind's prepared
 // result, so the carried state reads the same for both kinds of table.
-
-type Activities = ReturnType<typeof createActivities>;
 
 function preparedOf(kind: PeriodicUnit['kind'], p: AdoptedPlan): PeriodicUnit['prepared'] {
   switch (kind) {
@@ -27,15 +24,19 @@ export async function prepareAdopted(st: TableState, unit: Unit): Promise<Policy
   if (!st.adopted || unit.kind === 'merge') return { type: 'prepareFailed', unitId: unit.id, error: `${unit.id}: not a unit of an adopted table`, retryable: false, stalled: false };
   const c = criteria(st.policy);
   try {
-    const p = await prepActivities(st, unit).planAdopted({
-      table: st.table,
-      uri: st.adopted.uri,
-      kind: unit.kind,
-      retentionSecs: st.policy.retentionSecs,
-      compactAtSmallFragments: c.compactAtSmallFragments,
-      indexAtUnindexedShare: c.indexAtUnindexedShare,
-      pruneAtVersions: c.pruneAtVersions,
-    });
+    const { uri } = st.adopted;
+    const kind = unit.kind;
+    const p = await planAging(st, unit, (acts) =>
+      acts.planAdopted({
+        table: st.table,
+        uri,
+        kind,
+        retentionSecs: st.policy.retentionSecs,
+        compactAtSmallFragments: c.compactAtSmallFragments,
+        indexAtUnindexedShare: c.indexAtUnindexedShare,
+        pruneAtVersions: c.pruneAtVersions,
+      }),
+    );
     return { type: 'prepared', kind: unit.kind, unitId: unit.id, needsCommit: p.needed, prepared: preparedOf(unit.kind, p), attempts: 1, ...costed(p.cost) } as PolicyEvent;
   } catch (err) {
     return { type: 'prepareFailed', unitId: unit.id, ...classify(err) };
@@ -70,15 +71,11 @@ export async function commitAdopted(st: TableState, unit: Unit, why: string): Pr
   }
 }
 
-const quick = proxyActivities<Activities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 s', maximumInterval: '30 s', maximumAttempts: 5 },
-});
-
 export async function runObserve(st: TableState): Promise<PolicyEvent> {
   if (!st.adopted) return { type: 'observeFailed', error: 'not an adopted table' };
+  const { uri } = st.adopted;
   try {
-    return { type: 'observed', observation: await quick.observeTable({ table: st.table, uri: st.adopted.uri }) };
+    return { type: 'observed', observation: await scanAging(st, (acts) => acts.observeTable({ table: st.table, uri })) };
   } catch (err) {
     return { type: 'observeFailed', error: classify(err).error };
   }

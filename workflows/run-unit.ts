@@ -43,10 +43,37 @@ const MERGE_PREPARATION_PRIORITY = 2;
 const mergePreparationPriority = (unit: Unit): { priority?: { priorityKey: number } } =>
   unit.kind === 'merge' ? { priority: { priorityKey: MERGE_PREPARATION_PRIORITY } } : {};
 
-export function prepActivities(st: TableState, unit: Unit): Activities {
+/**
+ * The plans of optimize, index and gc go at the default priority, behind merge
+ * preparations and commits. A fleet that cannot keep up always has one of those queued,
+ * and the server hands out the lowest priority key first, so a plan could wait forever.
+ * One that no worker took within its kind's maxTurnWaitSecs (the bound on a commit-ready
+ * unit's wait, invariant 4) is asked for again at the merge preparations' priority, where
+ * tasks go in the order they came (prepareUnit).
+ */
+function planQueueing(st: TableState, unit: Unit, aged: boolean): { scheduleToStartTimeout?: string; priority?: { priorityKey: number } } {
+  if (unit.kind === 'merge') return mergePreparationPriority(unit);
+  return aged ? { priority: { priorityKey: MERGE_PREPARATION_PRIORITY } } : { scheduleToStartTimeout: secs(st.policy.maxTurnWaitSecs[unit.kind]) };
+}
+
+/** Runs `call` on the proxies of `proxies(false)`; when no worker took it in time, again on the aged ones. */
+async function withAging<T>(proxies: (aged: boolean) => Activities, call: (acts: Activities) => Promise<T>): Promise<T> {
+  try {
+    return await call(proxies(false));
+  } catch (err) {
+    if (!notTaken(err)) throw err;
+    return call(proxies(true));
+  }
+}
+
+/** Runs a plan activity; one no worker took in time goes again, aged (planQueueing). */
+export const planAging = <T>(st: TableState, unit: Unit, call: (acts: Activities) => Promise<T>): Promise<T> => withAging((aged) => prepActivities(st, unit, aged), call);
+
+/** `aged`: a plan asked for again after no worker took it in time (planQueueing). */
+export function prepActivities(st: TableState, unit: Unit, aged = false): Activities {
   return proxyActivities<Activities>({
     activityId: activityIdFor('prepare', unit),
-    ...mergePreparationPriority(unit),
+    ...planQueueing(st, unit, aged),
     startToCloseTimeout: '1 hour',
     heartbeatTimeout: secs(Math.max(st.policy.stallSecs.read, st.policy.stallSecs.encode)),
     retry: { initialInterval: '1 s', backoffCoefficient: 2, maximumInterval: '30 s', maximumAttempts: 8 },
@@ -98,16 +125,24 @@ export function commitActivities(st: TableState, unit: Unit, summary: string): A
   });
 }
 
-// A snapshot is a quick scan with no progress to report: a worker that dies
-// holding one is noticed by startToCloseTimeout, so it is kept short.
-// Not a local activity: on replay the SDK may hand a local activity's result over in
-// the same activation as events that came in a later workflow task, and the shell
-// decides once per activation, so decisions would differ from the recorded ones (a
-// full replay on another worker failed with nondeterminism; bench/README.md).
-const quick = proxyActivities<Activities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 s', maximumInterval: '30 s', maximumAttempts: 5 },
-});
+// A snapshot (or an adopted table's observation) is a quick scan with no progress to
+// report: a worker that dies holding one is noticed by startToCloseTimeout, so it is
+// kept short. Not a local activity: on replay the SDK may hand a local activity's
+// result over in the same activation as events that came in a later workflow task, and
+// the shell decides once per activation, so decisions would differ from the recorded
+// ones (a full replay on another worker failed with nondeterminism; bench/README.md).
+// It goes at the default priority and ages as a plan does (planQueueing): a scan feeds
+// the merges' watermarks, so its bound is merge's maxTurnWaitSecs.
+function scanActivities(st: TableState, aged: boolean): Activities {
+  return proxyActivities<Activities>({
+    ...(aged ? { priority: { priorityKey: MERGE_PREPARATION_PRIORITY } } : { scheduleToStartTimeout: secs(st.policy.maxTurnWaitSecs.merge) }),
+    startToCloseTimeout: '1 minute',
+    retry: { initialInterval: '1 s', maximumInterval: '30 s', maximumAttempts: 5 },
+  });
+}
+
+/** Runs a scan activity; one no worker took in time goes again, aged. */
+export const scanAging = <T>(st: TableState, call: (acts: Activities) => Promise<T>): Promise<T> => withAging((aged) => scanActivities(st, aged), call);
 
 /** The cost an activity reported, for the table's unit history; absent from results of workers that do not measure it. */
 export const costed = (cost: UnitCost | undefined): { cost?: UnitCost } => (cost ? { cost } : {});
@@ -125,26 +160,26 @@ export function classify(err: unknown): { error: string; retryable: boolean; sta
 }
 
 export async function prepareUnit(st: TableState, unit: Unit): Promise<PolicyEvent> {
-  const acts = prepActivities(st, unit);
   const table = st.table;
+  const plan = <T>(call: (acts: Activities) => Promise<T>): Promise<T> => planAging(st, unit, call);
   try {
     switch (unit.kind) {
       case 'merge': {
         // The scan is not kept with the unit: it is folded into the watermarks at once.
-        const { scan, cost, ...p } = await acts.prepareMerge({ table, key: st.key, shard: unit.shard, fromSeq: unit.fromSeq, toSeq: unit.toSeq });
+        const { scan, cost, ...p } = await prepActivities(st, unit).prepareMerge({ table, key: st.key, shard: unit.shard, fromSeq: unit.fromSeq, toSeq: unit.toSeq });
         return { type: 'prepared', kind: 'merge', unitId: unit.id, needsCommit: true, prepared: p, reservedBytes: p.bytes, attempts: p.attempt, ...(scan ? { scan } : {}), ...costed(cost) };
       }
       case 'optimize': {
-        const { cost, ...p } = await acts.planOptimize({ table });
+        const { cost, ...p } = await plan((acts) => acts.planOptimize({ table }));
         return { type: 'prepared', kind: 'optimize', unitId: unit.id, needsCommit: p.needed, prepared: p, attempts: 1, ...costed(cost) };
       }
       case 'index': {
-        const { cost, ...p } = await acts.planIndex({ table });
+        const { cost, ...p } = await plan((acts) => acts.planIndex({ table }));
         return { type: 'prepared', kind: 'index', unitId: unit.id, needsCommit: p.missing.length > 0, prepared: p, attempts: 1, ...costed(cost) };
       }
       case 'gc': {
         const mergedThrough = st.shards.map((s) => ({ shard: s.shard, mergedThroughSeq: s.mergedThroughSeq }));
-        const { cost, ...p } = await acts.planGc({ table, mergedThrough });
+        const { cost, ...p } = await plan((acts) => acts.planGc({ table, mergedThrough }));
         return { type: 'prepared', kind: 'gc', unitId: unit.id, needsCommit: p.files.length + p.tempFiles.length > 0, prepared: p, attempts: 1, ...costed(cost) };
       }
     }
@@ -211,9 +246,10 @@ export async function commitUnit(st: TableState, unit: Unit, why: string, riders
   }
 }
 
-export async function runSnapshot(table: string): Promise<PolicyEvent> {
+export async function runSnapshot(st: TableState): Promise<PolicyEvent> {
+  const table = st.table;
   try {
-    const s = await quick.snapshot({ table });
+    const s = await scanAging(st, (acts) => acts.snapshot({ table }));
     return { type: 'snapshot', revision: s.revision, shards: s.shards };
   } catch (err) {
     return { type: 'snapshotFailed', error: classify(err).error };

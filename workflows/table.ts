@@ -280,7 +280,7 @@ export async function tableWorkflow(args: TableWorkflowArgs): Promise<void> {
             push(ev);
           });
         } else {
-          void runSnapshot(st.table).then(push);
+          void runSnapshot(st).then(push);
         }
         break;
       case 'wakeAt':

@@ -58,7 +58,7 @@ export type PolicyOverride = { [K in keyof Policy]?: Policy[K] extends object ? 
 /** Documentation of every key: README's policy table has these words (test/readme.test.ts checks it). */
 export const POLICY_DOCS: Record<keyof Policy, string> = {
   maxConsecutiveTurns: 'per kind: most turns a kind takes in a row while another kind is commit-ready',
-  maxTurnWaitSecs: 'per kind: a commit-ready unit waiting this long is promoted to class 1 (durable timer)',
+  maxTurnWaitSecs: "per kind: a commit-ready unit waiting this long is promoted to class 1 (durable timer); a plan no worker took from the task queue within it is asked for again at the merge preparations' priority",
   stallSecs: 'per phase (read, encode, commit): no progress for this long = stalled (activity heartbeat timeout)',
   classes: 'per kind: default scheduling class 1..4 (1 most urgent); merge is 1 while backlog > softBacklog',
   basePriority: 'per kind: priority within a class before aging',

@@ -24,7 +24,7 @@ export interface Harness {
   tables: TableClient;
   workers: Worker[];
   /** Starts one more worker on the same task queue (workers scale horizontally). */
-  addWorker(deps?: Partial<ActivityDeps>): Promise<Worker>;
+  addWorker(deps?: Partial<ActivityDeps>, opts?: { maxConcurrentActivities?: number }): Promise<Worker>;
   stopWorker(w: Worker): Promise<void>;
   close(): Promise<void>;
 }
@@ -58,8 +58,9 @@ export async function startHarness(opts: { name: string; deps?: Partial<Activity
   const bundle = await workflowBundle();
 
   let added = 0;
-  const addWorker = async (deps?: Partial<ActivityDeps>): Promise<Worker> => {
+  const addWorker = async (deps?: Partial<ActivityDeps>, workerOpts: { maxConcurrentActivities?: number } = {}): Promise<Worker> => {
     const { worker, connection } = await createWorker({
+      ...workerOpts,
       // One identity per worker: histories tell which one ran each task.
       identity: `${defaultIdentity()}/w${added++}`,
       address,
