@@ -11,6 +11,7 @@ import { MergeWaiter } from '../../src/client/merge-waiter';
 import { createTableMeta, sealGeneration } from '../../src/storage/generation-store';
 import { generateRows } from '../../src/writer';
 import { createWorker } from '../../src/worker/create-worker';
+import { testWorkflowBundle } from '../support/workflow-bundle';
 import { installQuietRuntime } from '../../src/worker/runtime';
 import { shardNames } from '../../src/messages/names';
 import { eventually, uniqueName } from '../support/harness';
@@ -42,7 +43,7 @@ test('a server restart mid-load loses nothing', async (ctx) => {
   const taskQueue = uniqueName('tq-restart');
   const client = await connectClient({ address: server.address, namespace: 'default' });
   const tables = new TableClient(client, taskQueue);
-  const { worker, connection } = await createWorker({ address: server.address, namespace: 'default', taskQueue, deps: { dataRoot }, shutdownGraceSecs: 2 });
+  const { worker, connection } = await createWorker({ address: server.address, namespace: 'default', taskQueue, bundle: await testWorkflowBundle(), deps: { dataRoot }, shutdownGraceSecs: 2 });
   const running: Promise<void> = worker.run();
   try {
     const table = uniqueName('restart');

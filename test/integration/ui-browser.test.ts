@@ -9,7 +9,8 @@ import { connectClient } from '../../src/client/connect';
 import { TableClient } from '../../src/client/table-client';
 import { TableWriter } from '../../src/client/table-writer';
 import { createTableMeta } from '../../src/storage/generation-store';
-import { createWorker, workflowBundle } from '../../src/worker/create-worker';
+import { createWorker } from '../../src/worker/create-worker';
+import { testWorkflowBundle } from '../support/workflow-bundle';
 import { installQuietRuntime } from '../../src/worker/runtime';
 import { generateRows } from '../../src/writer';
 import { eventually, uniqueName } from '../support/harness';
@@ -55,7 +56,7 @@ test('the UI in chromium: filter TurnstileBacklog > 0, open the table, its curre
   cleanups.push(() => server.stop());
   const dataRoot = path.join(dir, 'data');
   const taskQueue = uniqueName('tq-ui');
-  const { worker, connection } = await createWorker({ address: server.address, namespace: 'default', taskQueue, bundle: await workflowBundle(), deps: { dataRoot }, shutdownGraceSecs: 2 });
+  const { worker, connection } = await createWorker({ address: server.address, namespace: 'default', taskQueue, bundle: await testWorkflowBundle(), deps: { dataRoot }, shutdownGraceSecs: 2 });
   const running = worker.run();
   cleanups.push(async () => {
     worker.shutdown();

@@ -4,7 +4,8 @@ import { TableClient } from '../../src/client/table-client';
 import { workflowArgsFor } from '../../src/client/table-writer';
 import { shardNames } from '../../src/messages/names';
 import { createTableMeta } from '../../src/storage/generation-store';
-import { createWorker, workflowBundle } from '../../src/worker/create-worker';
+import { createWorker } from '../../src/worker/create-worker';
+import { testWorkflowBundle } from '../support/workflow-bundle';
 import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';
 
 // The SDK's workflow stack traces are off by default (src/worker/workflow-stack-traces.ts):
@@ -45,7 +46,7 @@ test('worker.workflowStackTraces: the stack trace names the table workflow\'s ow
     address: inject('temporalAddress'),
     namespace: 'default',
     taskQueue,
-    bundle: await workflowBundle({ stackTraces: true }),
+    bundle: await testWorkflowBundle({ stackTraces: true }),
     deps: { dataRoot: h.dataRoot },
     shutdownGraceSecs: 2,
   });

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { expect, test } from 'vitest';
 import { Worker } from '@temporalio/worker';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
-import { workflowBundle } from '../../src/worker/create-worker';
+import { testWorkflowBundle } from '../support/workflow-bundle';
 import { HISTORIES_DIR, RECORD_DIR, hasCompletedTask } from '../support/record-history';
 import { PROJECT_ROOT } from '../../src/util/project-paths';
 import { tasksMergedOnReplay } from '../support/replay-merges';
@@ -25,7 +25,7 @@ test("this release's recorded histories are checked in, and no other release's",
 
 test('every recorded history replays without nondeterminism', async () => {
   const histories = files.map((f) => ({ workflowId: f.replace(/\.json$/, ''), history: load(f) }));
-  const results = Worker.runReplayHistories({ workflowBundle: await workflowBundle(), replayName: 'turnstile-replay' }, histories);
+  const results = Worker.runReplayHistories({ workflowBundle: await testWorkflowBundle(), replayName: 'turnstile-replay' }, histories);
   const failures: string[] = [];
   let replayed = 0;
   for await (const r of results) {

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startDevServer, type DevServer } from '../../src/server/dev-server';
+import { bundleWorkflows } from '../../src/worker/create-worker';
 import { seaweedBinary, startSeaweedfs, type Seaweed } from '../../src/server/seaweedfs';
 
 // One real Temporal dev server for the whole test run (free ports, a temporary SQLite
@@ -15,13 +16,16 @@ import { seaweedBinary, startSeaweedfs, type Seaweed } from '../../src/server/se
 
 //
 // Also one SeaweedFS (S3) for the whole run, for the tests that run on both storage
-// backends: each gets a fresh prefix of one bucket (inject('s3')).
+// backends: each gets a fresh prefix of one bucket (inject('s3')); and one bundle of the
+// workflow code, in a file (inject('workflowBundleFile'); support/workflow-bundle.ts).
 
 declare module 'vitest' {
   export interface ProvidedContext {
     temporalAddress: string;
     temporalBinary: string | null;
     s3: { bucket: string; env: Record<string, string> };
+    /** JSON of the workflow bundle as bundled, stack traces on (null: none made). */
+    workflowBundleFile: string | null;
   }
 }
 
@@ -29,6 +33,14 @@ let server: DevServer | undefined;
 let dir: string | undefined;
 let seaweed: Seaweed | undefined;
 let seaweedDir: string | undefined;
+let bundleDir: string | undefined;
+
+async function bundleOnce(project: TestProject): Promise<void> {
+  bundleDir = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-bundle-'));
+  const file = path.join(bundleDir, 'workflow-bundle.json');
+  fs.writeFileSync(file, JSON.stringify(await bundleWorkflows([], { stackTraces: true })));
+  project.provide('workflowBundleFile', file);
+}
 
 async function startS3(project: TestProject): Promise<void> {
   const binary = await seaweedBinary();
@@ -53,7 +65,7 @@ async function binaryPath(): Promise<string> {
 }
 
 export async function setup(project: TestProject): Promise<void> {
-  await Promise.all([startS3(project), startTemporal(project)]);
+  await Promise.all([startS3(project), startTemporal(project), bundleOnce(project)]);
 }
 
 async function startTemporal(project: TestProject): Promise<void> {
@@ -75,4 +87,5 @@ export async function teardown(): Promise<void> {
   await Promise.all([server?.stop(), seaweed?.stop()]);
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
   if (seaweedDir) fs.rmSync(seaweedDir, { recursive: true, force: true });
+  if (bundleDir) fs.rmSync(bundleDir, { recursive: true, force: true });
 }

@@ -8,7 +8,8 @@ import type { Worker } from '@temporalio/worker';
 import { installQuietRuntime } from '../../src/worker/runtime';
 import { connectClient } from '../../src/client/connect';
 import { TableClient } from '../../src/client/table-client';
-import { createWorker, workflowBundle } from '../../src/worker/create-worker';
+import { createWorker } from '../../src/worker/create-worker';
+import { testWorkflowBundle } from './workflow-bundle';
 import { defaultIdentity } from '../../src/worker/fleet-memory';
 import type { ActivityDeps } from '../../activities';
 import { settleSealedHints } from '../../src/storage/sealed-hint';
@@ -55,7 +56,7 @@ export async function startHarness(opts: { name: string; deps?: Partial<Activity
   const taskQueue = uniqueName(`tq-${opts.name}`);
   const client = await connectClient({ address, namespace: 'default' });
   const running = new Map<Worker, { done: Promise<void>; close: () => Promise<void> }>();
-  const bundle = await workflowBundle();
+  const bundle = await testWorkflowBundle();
 
   let added = 0;
   const addWorker = async (deps?: Partial<ActivityDeps>, workerOpts: { maxConcurrentActivities?: number } = {}): Promise<Worker> => {

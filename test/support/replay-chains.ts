@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
-import { workflowBundle } from '../../src/worker/create-worker';
+import { testWorkflowBundle } from './workflow-bundle';
 import { chainHistories } from './history';
 import { tasksMergedOnReplay } from './replay-merges';
 
@@ -28,7 +28,7 @@ export async function replayFailures(client: Client, workflowIds: string[], save
   const failed = new Set<string>();
   const fail = (workflowId: string, why: string) => (failures.push(`${workflowId}: ${why}`), failed.add(workflowId));
   for (const { workflowId, history } of histories) for (const id of tasksMergedOnReplay(history)) fail(workflowId, `the task started at event ${id} replays merged with the next`);
-  for await (const r of Worker.runReplayHistories({ workflowBundle: await workflowBundle(), replayName: 'replay-chains' }, histories)) if (r.error) fail(r.workflowId, r.error.message);
+  for await (const r of Worker.runReplayHistories({ workflowBundle: await testWorkflowBundle(), replayName: 'replay-chains' }, histories)) if (r.error) fail(r.workflowId, r.error.message);
   if (saveDir && failed.size > 0) {
     fs.mkdirSync(saveDir, { recursive: true });
     for (const h of histories) if (failed.has(h.workflowId)) fs.writeFileSync(path.join(saveDir, `${h.workflowId}.json`), historyToJSON(h.history));

@@ -7,7 +7,7 @@ import type { AdoptedPlan, CommitAdoptedResult } from '../../activities/adopted'
 import { TableClient } from '../../src/client/table-client';
 import type { PolicyOverride } from '../../src/config/policy-schema';
 import type { Observation } from '../../src/policy/types';
-import { workflowBundle } from '../../src/worker/create-worker';
+import { testWorkflowBundle } from '../support/workflow-bundle';
 import { installQuietRuntime } from '../../src/worker/runtime';
 import type { TableWorkflowArgs } from '../../workflows';
 import { eventually, uniqueName } from '../support/harness';
@@ -56,7 +56,7 @@ const POLICY: PolicyOverride = { periodSecs: { optimize: 1, index: 0, gc: 0 }, s
 
 async function startAdopted(name: string, acts: Activities, extra: Partial<TableWorkflowArgs> = {}) {
   const taskQueue = uniqueName(`tq-adopted-${name}`);
-  const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: await workflowBundle(), activities: acts });
+  const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: await testWorkflowBundle(), activities: acts });
   const running = worker.run();
   const tables = new TableClient(env.client, taskQueue);
   const table = uniqueName(name);

@@ -11,7 +11,7 @@ import type { SnapshotResult } from '../../activities/contract';
 import { TableClient } from '../../src/client/table-client';
 import type { PolicyOverride } from '../../src/config/policy-schema';
 import { CARRIED_FORMAT, type Carried } from '../../src/policy';
-import { workflowBundle } from '../../src/worker/create-worker';
+import { testWorkflowBundle } from '../support/workflow-bundle';
 import { installQuietRuntime } from '../../src/worker/runtime';
 import * as msg from '../../workflows/messages';
 import type { TableWorkflowArgs } from '../../workflows';
@@ -79,7 +79,7 @@ const QUIET: PolicyOverride = { periodSecs: { optimize: 0, index: 0, gc: 0 }, sn
 
 async function startShell(name: string, acts: Activities, policy: PolicyOverride, extra: Partial<TableWorkflowArgs> = {}): Promise<Shell> {
   const taskQueue = uniqueName(`tq-shell-${name}`);
-  const bundle = await workflowBundle();
+  const bundle = await testWorkflowBundle();
   let worker: Worker | null = null;
   let running: Promise<void> = Promise.resolve();
   const startWorker = (): void => {
@@ -326,7 +326,7 @@ test('a commit no worker takes within commitAdmissionWaitSecs gives the turn bac
   // Workflow tasks and activity tasks on separate workers, so activities can stop while
   // the workflow goes on: a stopped activity worker is a fleet without headroom.
   const taskQueue = uniqueName('tq-shell-headroom');
-  const bundle = await workflowBundle();
+  const bundle = await testWorkflowBundle();
   const wf = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: bundle });
   const wfRun = wf.run();
   const MiB = 2 ** 20;
