@@ -39,7 +39,7 @@ import * as lancedb from '@lancedb/lancedb';
 import { PROJECT_ROOT } from '../src/util/project-paths';
 import { isS3, joinLoc } from '../src/storage/location';
 import { lanceStorageOptions } from '../src/storage/s3-env';
-import { benchS3, benchServer, startWorkerProcess, stopProcess } from './support';
+import { benchS3, benchServer, peakRssBytes, startWorkerProcess, stopProcess } from './support';
 import { adoptedLocation } from '../src/storage/adopted-table';
 import { KEY, KEY_STRIDE, openOutsideTable, type WriterModel } from '../test/support/outside-table';
 import { makeBatch, pct, rng, writtenBytes, type WriterLogLine } from './contention/rows';
@@ -150,6 +150,8 @@ interface RunResult {
   /** Bytes handed to write calls during the run (wchar): by the writer processes, and by the maintenance's process (a's optimizer, b's and c's worker). */
   writersWrote: number | null;
   maintenanceWrote: number | null;
+  /** Peak RSS (VmHWM) of the maintenance's process: a's optimizer, b's and c's worker. */
+  maintenancePeakRss: number | null;
   /** Turnstile only: merges of what was sealed, after the writers stopped. */
   drainSecs: number | null;
   pointP50: number;
@@ -336,7 +338,9 @@ async function run(regime: string, writers: number, tmp: string, base: string): 
     let maintenanceFailed = 0;
     let drainSecs: number | null = null;
     let maintenanceWrote: number | null = null;
+    let maintenancePeakRss: number | null = null;
     if (optimizer) {
+      maintenancePeakRss = peakRssBytes(optimizer.pid!);
       optimizer.kill('SIGTERM');
       await exited(optimizer);
       const lines = readLog<OptimizeLogLine>(path.join(logs, 'optimize.jsonl'));
@@ -369,6 +373,7 @@ async function run(regime: string, writers: number, tmp: string, base: string): 
       const { status, ok } = await waitStatus(name, env, (st) => st.turn === null, DRAIN_BOUND_MS);
       const c = status.counters;
       const w1 = writtenBytes(worker!.pid!);
+      maintenancePeakRss = peakRssBytes(worker!.pid!);
       maintenanceWrote = w1 !== null && workerWrote0 !== null ? w1 - workerWrote0 : null;
       maintenanceOk = (c.turns.optimize ?? 0) + (c.turns.index ?? 0) + (c.turns.gc ?? 0);
       maintenanceFailed = c.retries;
@@ -422,6 +427,7 @@ async function run(regime: string, writers: number, tmp: string, base: string): 
       maintenanceFailed,
       writersWrote: sums.some((x) => x.wchar === null) ? null : sums.reduce((a, x) => a + x.wchar!, 0),
       maintenanceWrote,
+      maintenancePeakRss,
       drainSecs,
       pointP50,
       pointP99,
@@ -522,6 +528,7 @@ function report(r: RunResult): void {
   console.log(`data files created ${a.createdFiles} (${mib(a.createdBytes)} MiB), of them in no committed version ${a.orphanFiles} (${mib(a.orphanBytes)} MiB)${a.unread ? `; ${a.unread} manifests or transactions pruned before they were read` : ''}`);
   const w = (b: number | null) => (b === null ? 'unknown' : `${mib(b)} MiB`);
   console.log(`bytes handed to write calls (wchar): writers ${w(r.writersWrote)}, maintenance process (${r.regime === 'a' ? 'optimizer' : 'Turnstile worker'}) ${w(r.maintenanceWrote)}`);
+  console.log(`maintenance process (${r.regime === 'a' ? 'optimizer' : 'Turnstile worker'}) peak RSS: ${r.maintenancePeakRss === null ? '?' : `${mib(r.maintenancePeakRss)} MiB`}`);
   console.log(`point lookups (${POINT_QUERIES}): p50 ${r.pointP50.toFixed(1)} ms, p99 ${r.pointP99.toFixed(1)} ms`);
 }
 
@@ -544,12 +551,13 @@ function table(results: RunResult[], command: string): string {
       `${r.maintenanceOk} / ${r.maintenanceFailed}`,
       `${r.account.rewrites.length} (${mib(rewrite)} MiB)`,
       r.maintenanceWrote === null ? '?' : mib(r.maintenanceWrote),
+      r.maintenancePeakRss === null ? '?' : mib(r.maintenancePeakRss),
       `${r.pointP50.toFixed(1)} / ${r.pointP99.toFixed(1)}`,
     ];
   });
   const head = [
     'regime', 'writers', 'rows/s', 'commits/s', 'batch p50 / p99 ms', 'lancedb retries', 'failed attempts', 'verify, duplicate keys',
-    'fragments max / writers stop / end', 'versions max / writers stop / end', 'maintenance runs ok / failed (b, c: turns / retries)', 'compactions committed', 'MiB the maintenance wrote', 'point lookup p50 / p99 ms',
+    'fragments max / writers stop / end', 'versions max / writers stop / end', 'maintenance runs ok / failed (b, c: turns / retries)', 'compactions committed', 'MiB the maintenance wrote', 'maintenance process peak RSS MiB', 'point lookup p50 / p99 ms',
   ];
   return [
     `\`${command}\`, ${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} cores`,

@@ -96,4 +96,5 @@ test('contention: each regime leaves exactly the rows its writers committed', as
   for (const r of ['a', 'b', 'c']) expect(out).toMatch(new RegExp(`^\\| ${r}: [^|]+ \\| 2 \\| \\d+ \\| [\\d.]+ \\| .* \\| PASS, 0 \\| \\d+ / \\d+ / \\d+ \\| \\d+ / \\d+ / \\d+ \\|`, 'm'));
   expect(out).toMatch(/^commits by operation \(from the transactions\): .*Update \d+/m);
   expect(out).toMatch(/^bytes handed to write calls \(wchar\): writers [\d.]+ MiB/m);
+  expect(out.match(/^maintenance process \((optimizer|Turnstile worker)\) peak RSS: [\d.]+ MiB$/gm), 'a peak RSS for each regime').toHaveLength(3);
 }, 300_000);
