@@ -527,8 +527,9 @@ function report(r: RunResult): void {
   console.log(`commits by operation (from the transactions): ${ops}`);
   console.log(`data files created ${a.createdFiles} (${mib(a.createdBytes)} MiB), of them in no committed version ${a.orphanFiles} (${mib(a.orphanBytes)} MiB)${a.unread ? `; ${a.unread} manifests or transactions pruned before they were read` : ''}`);
   const w = (b: number | null) => (b === null ? 'unknown' : `${mib(b)} MiB`);
-  console.log(`bytes handed to write calls (wchar): writers ${w(r.writersWrote)}, maintenance process (${r.regime === 'a' ? 'optimizer' : 'Turnstile worker'}) ${w(r.maintenanceWrote)}`);
-  console.log(`maintenance process (${r.regime === 'a' ? 'optimizer' : 'Turnstile worker'}) peak RSS: ${r.maintenancePeakRss === null ? '?' : `${mib(r.maintenancePeakRss)} MiB`}`);
+  const maintainer = `maintenance process (${r.regime === 'a' ? 'optimizer' : 'Turnstile worker'})`;
+  console.log(`bytes handed to write calls (wchar): writers ${w(r.writersWrote)}, ${maintainer} ${w(r.maintenanceWrote)}`);
+  console.log(`${maintainer} peak RSS: ${r.maintenancePeakRss === null ? '?' : `${mib(r.maintenancePeakRss)} MiB`}`);
   console.log(`point lookups (${POINT_QUERIES}): p50 ${r.pointP50.toFixed(1)} ms, p99 ${r.pointP99.toFixed(1)} ms`);
 }
 

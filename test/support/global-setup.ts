@@ -24,7 +24,7 @@ declare module 'vitest' {
     temporalAddress: string;
     temporalBinary: string | null;
     s3: { bucket: string; env: Record<string, string> };
-    /** JSON of the workflow bundle as bundled, stack traces on (null: none made). */
+    /** JSON of the workflow bundle as bundled, stack traces on; absent under configs without this setup. */
     workflowBundleFile: string | null;
   }
 }
