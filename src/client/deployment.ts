@@ -87,8 +87,8 @@ const ROUTING_CHANGE_TIMEOUT_MS = 60_000;
 /**
  * Makes a version current, or ramps one to `percent` of new and continued-as-new runs
  * (`percent` null: current). Retries on a conflicting change. The server then carries
- * the change to every task queue of the deployment in the background (seconds; over a
- * minute on a loaded 2-core host): `routingSettled` waits for that.
+ * the change to every task queue of the deployment in the background (a second or two on
+ * the local cluster): `routingSettled` waits for that.
  */
 export async function routeTo(client: Client, deploymentName: string, buildId: string, percent: number | null, identity: string): Promise<void> {
   const deadline = Date.now() + ROUTING_CHANGE_TIMEOUT_MS;
@@ -110,12 +110,41 @@ export async function routeTo(client: Client, deploymentName: string, buildId: s
   }
 }
 
-/** Waits until the last routing change reached every task queue; false if it still had not after `timeoutMs`. */
+/**
+ * Waits until the last routing change reached every task queue; false if it still had not
+ * after `timeoutMs`. The deployment's own flag is the quick answer, but server 1.32.1
+ * sometimes leaves it "in progress" for minutes after its propagation activities completed
+ * (the deployment workflow still lists a revision as propagating), so the task queues of the
+ * current and ramping versions are asked too: routed once each names the same current and
+ * ramping version as the deployment.
+ */
 export async function routingSettled(client: Client, deploymentName: string, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
-  while ((await describeDeployment(client, deploymentName)).updating) {
+  for (;;) {
+    const d = await describeDeployment(client, deploymentName);
+    if (!d.updating || (await taskQueuesRouted(client, d))) return true;
     if (Date.now() > deadline) return false;
     await sleep(500);
+  }
+}
+
+/** Whether every task queue of the current and ramping versions routes as the deployment does. */
+async function taskQueuesRouted(client: Client, d: Deployment): Promise<boolean> {
+  const builds = [d.current, d.ramping?.buildId].filter((b): b is string => b != null);
+  if (builds.length === 0) return false;
+  const namespace = client.options.namespace;
+  const queues = new Map<string, { name: string; type: number }>();
+  for (const buildId of builds) {
+    const v = await client.workflowService.describeWorkerDeploymentVersion({ namespace, deploymentVersion: { deploymentName: d.name, buildId } });
+    for (const q of v.workerDeploymentVersionInfo?.taskQueueInfos ?? []) if (q.name && q.type != null) queues.set(`${q.name}/${q.type}`, { name: q.name, type: q.type });
+  }
+  if (queues.size === 0) return false;
+  for (const q of queues.values()) {
+    const info = (await client.workflowService.describeTaskQueue({ namespace, taskQueue: { name: q.name }, taskQueueType: q.type })).versioningInfo;
+    const current = info?.currentDeploymentVersion?.buildId || null;
+    const ramping = info?.rampingDeploymentVersion?.buildId || null;
+    if (current !== d.current || ramping !== (d.ramping?.buildId ?? null)) return false;
+    if (d.ramping && (info?.rampingVersionPercentage ?? 0) !== d.ramping.percent) return false;
   }
   return true;
 }
