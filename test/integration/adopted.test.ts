@@ -18,7 +18,8 @@ import { createOutsideTable, KEY, openOutsideTable, verifyAgainstModels } from '
 // fixtures/outside-writer.ts), maintained by a real `turnstile worker` process.
 //   shadow: Turnstile decides and records compactions and commits nothing;
 //   active: its compactions keep the fragment count bounded while the writers go on;
-//   a worker SIGKILLed inside an optimize commit: another worker carries on;
+//   a worker SIGKILLed inside a compacting commit (optimize, or gc, which Lance prunes
+//   through optimize): another worker carries on;
 //   after it all, no outside write was lost or doubled, and no version younger than the
 //   retention was pruned.
 // On both storage backends (S3: the run's SeaweedFS, the table under a fresh prefix).
@@ -61,7 +62,12 @@ const SETTLED_SECS = 20;
 const COMMIT_SLACK_SECS = 10;
 const OPTIMIZE_COMMIT = 'commit optimize';
 /**
- * From a kill to the next optimize commit completed: the killed commit's heartbeat
+ * The commits a kill may cut: both run Lance's optimize. Where gc's compaction keeps the
+ * fragments under compactAtSmallFragments (S3, fewer writers) optimize commits are rare.
+ */
+const COMPACTING_COMMITS = [OPTIMIZE_COMMIT, 'commit gc'];
+/**
+ * From a kill to the next commit of the killed kind completed: the killed commit's heartbeat
  * timeout (stallSecs.commit), the table's next workflow task waiting out the dead
  * worker's sticky queue, then the commit's backoff and the commit, with room for one
  * attempt that loses all its races to the writers (on S3 the backlog of the kill
@@ -78,30 +84,32 @@ const result = (r: ActivityRun): CommitAdoptedResult => r.result as CommitAdopte
 interface Victim {
   identity: string;
   killedAtMs: number;
-  /** When the killed commit was scheduled: which run of "commit optimize" in the history it is. */
+  /** The killed commit's activity id: "commit optimize" or "commit gc". */
+  activityId: string;
+  /** When the killed commit was scheduled: which run of its activity id in the history it is. */
   scheduledAtMs: number;
 }
 
 /**
- * Waits for the table's optimize commit to be running on `worker` and SIGKILLs it there.
+ * Waits for one of the table's compacting commits to be running on `worker` and SIGKILLs it there.
  * Null when none started within the wait (the caller tries again).
  */
-async function killInsideOptimize(handle: WorkflowHandle, worker: WorkerProcess): Promise<Victim | null> {
+async function killInsideCompaction(handle: WorkflowHandle, worker: WorkerProcess): Promise<Victim | null> {
   const found = await eventually(
     async () => {
       const d = await handle.describe();
       return (d.raw.pendingActivities ?? []).find(
-        (p) => p.activityId === OPTIMIZE_COMMIT && p.state === PendingActivityState.PENDING_ACTIVITY_STATE_STARTED && p.lastWorkerIdentity === worker.identity,
+        (p) => COMPACTING_COMMITS.includes(p.activityId ?? '') && p.state === PendingActivityState.PENDING_ACTIVITY_STATE_STARTED && p.lastWorkerIdentity === worker.identity,
       );
     },
-    'an optimize commit running on the worker process',
+    'a compacting commit running on the worker process',
     60_000,
     10,
   ).catch(() => null);
   if (!found) return null;
   const killedAtMs = Date.now();
   expect(await worker.kill()).toBe('SIGKILL');
-  return { identity: worker.identity, killedAtMs, scheduledAtMs: ms(found.scheduledTime) };
+  return { identity: worker.identity, killedAtMs, activityId: found.activityId!, scheduledAtMs: ms(found.scheduledTime) };
 }
 
 /** What the table's commits and queue were doing since `sinceMs` (`since`): for a wait that timed out. */
@@ -272,16 +280,16 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
       expect.soft(activeMax, `fragments over the active phase after the first compaction (bound ${bound})`).toBeLessThanOrEqual(bound);
       expect.soft(typeof conflicts, 'status counters.commitConflicts').toBe('number');
 
-      // ---- a worker killed inside an optimize commit ----
+      // ---- a worker killed inside a compacting commit ----
       // The kill can race the commit's own end; kill again until one was cut short (at most 4 workers).
       const killed: string[] = [];
       let cut: { victim: Victim; run: ActivityRun } | null = null;
       for (let i = 0; i < 4 && !cut; i++) {
-        const victim = await killInsideOptimize(handle, worker);
+        const victim = await killInsideCompaction(handle, worker);
         if (!victim) {
           // Nothing killed: the worker lives on. A second one beside it would take commits
           // the next round waits for on this one, and every later round would miss too.
-          killed.push('no optimize commit started within 60 s');
+          killed.push('no compacting commit started within 60 s');
           continue;
         }
         worker = await startWorkerProcess(h);
@@ -289,7 +297,7 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
         // Its started event is written when it closes: until then the history does not name the worker.
         const run = await eventually(
           async () => {
-            const runs = await commitRuns(handle);
+            const runs = await commitRuns(handle, victim.activityId);
             const r = runs.reduce<ActivityRun | null>((best, x) => (best && Math.abs(best.scheduledAtMs - victim.scheduledAtMs) <= Math.abs(x.scheduledAtMs - victim.scheduledAtMs) ? best : x), null);
             return r?.closedEventId ? r : null;
           },
@@ -297,14 +305,14 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
           90_000,
           500,
         );
-        killed.push(`${run.outcome} ${((run.closedAtMs! - victim.killedAtMs) / 1000).toFixed(1)} s after the kill (started by the victim: ${run.startedBy === victim.identity})`);
+        killed.push(`${victim.activityId}: ${run.outcome} ${((run.closedAtMs! - victim.killedAtMs) / 1000).toFixed(1)} s after the kill (started by the victim: ${run.startedBy === victim.identity})`);
         if (run.outcome !== 'completed') cut = { victim, run };
       }
       note(`kills: ${killed.join('; ')}`);
       expect(cut, killed.join('; ')).not.toBeNull();
       const resumed = await eventually(
-        async () => (await commitRuns(handle)).find((r) => r.outcome === 'completed' && r.startedBy === worker.identity && r.scheduledAtMs >= cut!.run.closedAtMs!),
-        'an optimize commit completed on the new worker after the kill',
+        async () => (await commitRuns(handle, cut!.victim.activityId)).find((r) => r.outcome === 'completed' && r.startedBy === worker.identity && r.scheduledAtMs >= cut!.run.closedAtMs!),
+        'a commit of the killed kind completed on the new worker after the kill',
         RESUME_SECS * 1000,
         1000,
       ).catch(async (e: Error) => {
@@ -314,9 +322,9 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
       const killedAt = cut!.victim.killedAtMs;
       note(
         (resumed
-          ? `after the kill: the next optimize commit was scheduled ${((resumed.scheduledAtMs - killedAt) / 1000).toFixed(1)} s, ` +
+          ? `after the kill: the next ${cut!.victim.activityId} was scheduled ${((resumed.scheduledAtMs - killedAt) / 1000).toFixed(1)} s, ` +
             `started ${((resumed.startedAtMs! - killedAt) / 1000).toFixed(1)} s, completed ${((resumed.closedAtMs! - killedAt) / 1000).toFixed(1)} s after the kill; `
-          : `after the kill: no optimize commit completed within ${RESUME_SECS} s; `) + `fragments max ${Math.max(...watcher.inPhase('kill').map((s) => s.fragments))} meanwhile`,
+          : `after the kill: no ${cut!.victim.activityId} completed within ${RESUME_SECS} s; `) + `fragments max ${Math.max(...watcher.inPhase('kill').map((s) => s.fragments))} meanwhile`,
       );
       // Soft: whether or not it resumed, the writes and the versions are checked below.
       expect.soft(resumed, stuck).not.toBeNull();
