@@ -12,16 +12,20 @@ import { shardNames } from '../src/messages/names';
 import { createTableMeta } from '../src/storage/generation-store';
 import { benchServer, cpuSeconds, startWorkerProcess, stopProcess } from './support';
 import { stat, workflowTaskLatencies } from './phases';
+import { PROJECT_ROOT } from '../src/util/project-paths';
 
-// What a workflow task costs a worker, with the SDK's workflow stack traces on and off
-// (src/worker/workflow-stack-traces.ts), side by side in one run: two `turnstile worker`
-// processes, one per mode, each with its own task queue and N idle tables. Every round
+// What a workflow task costs a worker in two modes side by side in one run: the SDK's
+// workflow stack traces on and off (src/worker/workflow-stack-traces.ts; `--compare
+// traces`, the default), or the sandbox's per-call watchdog kept and dropped (`--compare
+// watchdog`: the SDK calls into the workflow sandbox with a 5 s timeout, and Node starts
+// and joins a thread for every such call; bench/no-vm-timeout.cjs drops it, bench only).
+// Two `turnstile worker` processes, one per mode, each with its own task queue and N idle tables. Every round
 // sends each table a demand signal that changes nothing (seq 0), to both modes' tables
 // at once, so each signal is one workflow task of the real table workflow and nothing
 // else. Reported per mode: the worker process's CPU per workflow task (from /proc) and
 // the tasks' started -> completed latency (from the histories).
 //
-//   npx tsx bench/workflow-task-cost.ts [--tables 20] [--rounds 30] [--pause-ms 100]
+//   npx tsx bench/workflow-task-cost.ts [--tables 20] [--rounds 30] [--pause-ms 100] [--compare traces|watchdog]
 
 const E = temporal.api.enums.v1.EventType;
 
@@ -30,6 +34,7 @@ const { values: opt } = parseArgs({
     tables: { type: 'string', default: '20' },
     rounds: { type: 'string', default: '30' },
     'pause-ms': { type: 'string', default: '100' },
+    compare: { type: 'string', default: 'traces' },
   },
 });
 const TABLES = Number(opt.tables);
@@ -40,6 +45,11 @@ for (const [name, v, min] of [['--tables', TABLES, 1], ['--rounds', ROUNDS, 1], 
     console.error(`${name}: must be an integer >= ${min}`);
     process.exit(2);
   }
+}
+
+if (opt.compare !== 'traces' && opt.compare !== 'watchdog') {
+  console.error(`--compare: ${JSON.stringify(opt.compare)} is not valid; accepted: traces, watchdog`);
+  process.exit(2);
 }
 
 interface Mode {
@@ -54,10 +64,17 @@ interface Run {
   args: TableWorkflowArgs[];
   pid: number;
 }
-const MODES: Mode[] = [
-  { name: 'stack traces on', env: { TURNSTILE_WORKFLOW_STACK_TRACES: '1' } },
-  { name: 'stack traces off (default)', env: { TURNSTILE_WORKFLOW_STACK_TRACES: '0' } },
-];
+const noVmTimeout = `--require ${path.join(PROJECT_ROOT, 'bench', 'no-vm-timeout.cjs')}`;
+const MODES: Mode[] =
+  opt.compare === 'traces'
+    ? [
+        { name: 'stack traces on', env: { TURNSTILE_WORKFLOW_STACK_TRACES: '1' } },
+        { name: 'stack traces off (default)', env: { TURNSTILE_WORKFLOW_STACK_TRACES: '0' } },
+      ]
+    : [
+        { name: 'watchdog (SDK default)', env: {} },
+        { name: 'no watchdog (bench only)', env: { NODE_OPTIONS: [process.env.NODE_OPTIONS, noVmTimeout].filter(Boolean).join(' ') } },
+      ];
 
 const ms = (t: temporal.api.history.v1.IHistoryEvent) => Number(t.eventTime!.seconds) * 1000 + Math.floor((t.eventTime!.nanos ?? 0) / 1e6);
 
@@ -76,7 +93,7 @@ async function main(): Promise<void> {
       const names: string[] = [];
       const args: TableWorkflowArgs[] = [];
       for (let i = 0; i < TABLES; i++) {
-        const meta = await createTableMeta(root, { name: `wft-${m}-${i}`, key: 'id', shards: shardNames(1), indices: [] });
+        const meta = await createTableMeta(root, { name: `wft-${process.pid}-${m}-${i}`, key: 'id', shards: shardNames(1), indices: [] });
         const a = { ...workflowArgsFor(meta), policy: { periodSecs: { optimize: 0, index: 0, gc: 0 } } };
         await tables.start(a);
         names.push(meta.name);
@@ -121,7 +138,7 @@ async function main(): Promise<void> {
       perTask.push((cpu * 1000) / tasks);
       console.log(`${r.mode.name.padEnd(28)} ${String(tasks).padStart(6)} ${cpu.toFixed(2).padStart(13)} ${((cpu * 1000) / tasks).toFixed(2).padStart(12)} ${String(p50).padStart(12)} ${String(p99).padStart(12)}`);
     }
-    console.log(`CPU per workflow task, off / on: ${((perTask[1] as number) / (perTask[0] as number)).toFixed(2)}x`);
+    console.log(`CPU per workflow task, ${MODES[1]!.name} / ${MODES[0]!.name}: ${((perTask[1] as number) / (perTask[0] as number)).toFixed(2)}x`);
   } finally {
     for (const w of workers) await stopProcess(w);
     await client.connection.close();

@@ -88,7 +88,13 @@ test('workflow-task-cost: both modes counted from the histories, the ratio print
   const out = await bench('workflow-task-cost.ts', ['--tables', '2', '--rounds', '3', '--pause-ms', '50']);
   // Each of the 2 tables took each of the 3 signals in a workflow task of its own or with another.
   for (const mode of ['stack traces on', 'stack traces off \\(default\\)']) expect(out).toMatch(new RegExp(`^${mode} +([2-9]|\\d{2,}) +[\\d.]+ +[\\d.]+ +\\d+ +\\d+$`, 'm'));
-  expect(out).toMatch(/^CPU per workflow task, off \/ on: [\d.]+x$/m);
+  expect(out).toMatch(/^CPU per workflow task, stack traces off \(default\) \/ stack traces on: [\d.]+x$/m);
+});
+
+test('workflow-task-cost --compare watchdog: the worker without the sandbox watchdog serves its tables too', async () => {
+  const out = await bench('workflow-task-cost.ts', ['--tables', '2', '--rounds', '3', '--pause-ms', '50', '--compare', 'watchdog']);
+  for (const mode of ['watchdog \\(SDK default\\)', 'no watchdog \\(bench only\\)']) expect(out).toMatch(new RegExp(`^${mode} +([2-9]|\\d{2,}) +[\\d.]+ +[\\d.]+ +\\d+ +\\d+$`, 'm'));
+  expect(out).toMatch(/^CPU per workflow task, no watchdog \(bench only\) \/ watchdog \(SDK default\): [\d.]+x$/m);
 });
 
 test('contention: each regime leaves exactly the rows its writers committed', async () => {
