@@ -1,6 +1,7 @@
 import { arrow, CorruptArrowFileError, readIpcFileBytes, type ArrowTable } from '../src/storage/arrow';
 import { conditionalUpsert, lanceTableDir, openLanceTable, openOrCreateLanceTable } from '../src/storage/lance-table';
 import { readSealed } from '../src/storage/generation-store';
+import { giveBackCarried } from '../src/storage/scratch';
 import { readTableMeta } from '../src/storage/table-meta';
 import { commitReservation, ridersReservation, withReservation } from './memory-reservations';
 import type { CommitMergeInput, CommitResult, PreparedMerge } from './contract';
@@ -89,8 +90,11 @@ async function prepareDirect(deps: ActivityDeps, input: CommitMergeInput, p: Pre
   return deps.preparedCache?.take(done.preparedPath) ?? (await readBatchFile(done.preparedPath, cost));
 }
 
-/** Reads every batch of the turn (from this worker's memory when it prepared them) as one table. */
-async function readBatches(deps: ActivityDeps, input: CommitMergeInput, all: PreparedMerge[], progress: ProgressReporter, cost: CostMeter): Promise<Batch> {
+/**
+ * Reads every batch of the turn (from this worker's memory when it prepared them) as one
+ * table; `held`: the bytes the table is made of, given back (scratch.ts) once Lance is done.
+ */
+async function readBatches(deps: ActivityDeps, input: CommitMergeInput, all: PreparedMerge[], progress: ProgressReporter, cost: CostMeter): Promise<Batch & { held: Buffer[] }> {
   const batches: Batch[] = [];
   for (const p of all) {
     if (p.direct) {
@@ -102,11 +106,12 @@ async function readBatches(deps: ActivityDeps, input: CommitMergeInput, all: Pre
     const b = deps.preparedCache?.take(p.preparedPath) ?? (await readPrepared(deps, input, p, progress, cost));
     if (b.table.numRows > 0) batches.push(b);
   }
-  if (batches.length <= 1) return batches[0] ?? { table: new arrow.Table() };
+  const held = batches.flatMap((b) => (b.ipc ? [b.ipc] : []));
+  if (batches.length <= 1) return { ...(batches[0] ?? { table: new arrow.Table() }), held };
   // Shards never share a key, so the batches together still have one row per key; all
   // generations of a table have the same columns in the same order (fixed at seal).
   const schema = (batches[0] as Batch).table.schema;
-  return { table: new arrow.Table(schema, batches.flatMap((b) => b.table.batches.map((r) => new arrow.RecordBatch(schema, r.data)))) };
+  return { table: new arrow.Table(schema, batches.flatMap((b) => b.table.batches.map((r) => new arrow.RecordBatch(schema, r.data)))), held };
 }
 
 /** The commit; `measured`: false when the bytes Lance wrote could not be read (lance-cost.ts). */
@@ -118,7 +123,7 @@ async function commit(deps: ActivityDeps, input: CommitMergeInput, progress: Pro
   if (shards.size !== all.length) throw fail('InvalidInput', `commitMerge: two batches of one shard in one commit (${all.map((p) => p.shard).join(', ')})`);
   progress.report({ phase: 'commit', step: 'read-prepared' });
   let t = performance.now();
-  const { table: batch, ipc } = await readBatches(deps, input, all, progress, cost);
+  const { table: batch, ipc, held } = await readBatches(deps, input, all, progress, cost);
   const readMs = performance.now() - t;
   if (batch.numRows === 0) {
     // An empty merge would still create a version: skip it.
@@ -135,10 +140,11 @@ async function commit(deps: ActivityDeps, input: CommitMergeInput, progress: Pro
   const budget = mergeDeadlineMs(batch.numRows);
   const deadlineMs = Date.now() + budget;
   const t0 = performance.now();
-  const r = await progress.bounded(
-    { phase: 'commit', step: 'mergeInsert', deadlineMs },
-    conditionalUpsert(tbl, meta.key, batch, { timeoutMs: budget, ...(ipc ? { ipc } : {}) }),
-  );
+  const upsert = conditionalUpsert(tbl, meta.key, batch, { timeoutMs: budget, ...(ipc ? { ipc } : {}) });
+  // Lance reads the batches' memory until its call settles, which the bounded wait below may not see.
+  const giveBack = () => held.forEach(giveBackCarried);
+  upsert.then(giveBack, giveBack);
+  const r = await progress.bounded({ phase: 'commit', step: 'mergeInsert', deadlineMs }, upsert);
   deps.faults?.afterMergeInsert?.({ attempt: progress.attempt, version: r.version });
   const ranges = all.map((p) => `${p.shard} ${p.fromSeq}..${p.toSeq}`).join(', ');
   deps.log?.(`commitMerge ${input.table} ${ranges}: version ${r.version}, ${r.inserted} inserted, ${r.updated} updated`);

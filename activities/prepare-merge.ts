@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { checksumProblem, readIpcFileBytes, writeIpcFileAtomic, writeIpcFileKeepingBytes, CorruptArrowFileError, type ArrowTable } from '../src/storage/arrow';
-import { withScratch, withSharedScratch, type Alloc } from '../src/storage/scratch';
+import { allocCarried, withScratch, withSharedScratch, type Alloc } from '../src/storage/scratch';
 import { notFound } from '../src/storage/storage';
 import { readSealed, readShardSealed } from '../src/storage/generation-store';
 import { readGcFloor } from '../src/storage/gc-floor';
@@ -353,7 +353,8 @@ export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, prog
     timings.dedupeMs += performance.now() - t;
     if (!batch) return { ...base, preparedPath: null, rows: 0, bytes: 0, resumedFromFile, resumedVia, timings: rounded(timings) };
     t = performance.now();
-    const ipc = await writeIpcFileKeepingBytes(out, batch, DERIVED);
+    // Into carried memory when this worker keeps the batch for its commit, which gives it back.
+    const ipc = await writeIpcFileKeepingBytes(out, batch, { ...DERIVED, ...(deps.preparedCache ? { alloc: allocCarried } : {}) });
     deps.preparedCache?.put(out, ipc);
     const bytes = ipc.byteLength;
     cost.wrote(bytes);

@@ -1,4 +1,5 @@
 import { decodeOwnIpcFile, type ArrowTable } from '../src/storage/arrow';
+import { giveBackCarried } from '../src/storage/scratch';
 
 // Prepared batches this worker produced, kept in memory until their commit takes them,
 // so a commit that runs on the same worker as its preparation (the common case: one
@@ -35,6 +36,7 @@ export class PreparedCache {
       if (this.held <= this.maxBytes) break;
       this.entries.delete(p);
       this.held -= b.byteLength;
+      giveBackCarried(b); // nothing else holds a batch's bytes
     }
   }
 

@@ -69,11 +69,12 @@ export async function writeIpcFileAtomic(file: string, data: ArrowTable | Record
   });
 }
 
-/** As writeIpcFileAtomic, but the file's bytes are encoded into memory of their own and returned (to be kept). */
-export async function writeIpcFileKeepingBytes(file: string, data: ArrowTable | RecordBatch, opts: { durable?: boolean } = {}): Promise<Buffer> {
+/** As writeIpcFileAtomic, but the file's bytes are encoded into memory of their own (`alloc`'s, if given) and returned (to be kept). */
+export async function writeIpcFileKeepingBytes(file: string, data: ArrowTable | RecordBatch, opts: { durable?: boolean; alloc?: Alloc } = {}): Promise<Buffer> {
   // The sha256 runs beside the write (storage.ts PatchedBytes); put patches the bytes kept.
-  const pending = await encodeIpcFilePending(data);
-  await storageOf(file).put(file, pending, opts);
+  const { alloc, ...putOpts } = opts;
+  const pending = await encodeIpcFilePending(data, alloc);
+  await storageOf(file).put(file, pending, putOpts);
   return pending.bytes;
 }
 

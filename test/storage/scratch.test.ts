@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { arrow, readIpcFile } from '../../src/storage/arrow';
 import { createTableMeta, sealGeneration } from '../../src/storage/generation-store';
-import { joinInto, scratchKeptBytes, withScratch } from '../../src/storage/scratch';
+import { allocCarried, giveBackCarried, joinInto, scratchKeptBytes, withScratch } from '../../src/storage/scratch';
 
 describe('scratch buffers', () => {
   it('joins chunks in order, letting callbacks queued meanwhile run before it is done', async () => {
@@ -35,6 +35,30 @@ describe('scratch buffers', () => {
     await Promise.all(Array.from({ length: 6 }, () => withScratch(async (alloc) => alloc(20 * 2 ** 20).byteLength)));
     expect(scratchKeptBytes()).toBeLessThanOrEqual(64 * 2 ** 20);
     expect(scratchKeptBytes()).toBeGreaterThan(0);
+  });
+
+  it('carried memory comes back once given back, once only, and never from lent or foreign memory', async () => {
+    const a = allocCarried(3 * 2 ** 20);
+    const b = allocCarried(3 * 2 ** 20);
+    expect(a.buffer).not.toBe(b.buffer);
+    // Out until given back: a third use gets memory of its own.
+    expect(allocCarried(3 * 2 ** 20).buffer).not.toBe(a.buffer);
+    giveBackCarried(a);
+    giveBackCarried(a); // a second give-back must not let two users share it
+    const c = allocCarried(2 * 2 ** 20);
+    expect(c.buffer).toBe(a.buffer);
+    expect(allocCarried(2 * 2 ** 20).buffer).not.toBe(a.buffer);
+    // Memory the pool did not hand out is not taken in.
+    const foreign = Buffer.allocUnsafeSlow(8 * 2 ** 20);
+    giveBackCarried(foreign);
+    const lent = await withScratch(async (alloc) => {
+      const m = alloc(8 * 2 ** 20);
+      giveBackCarried(m);
+      return m.buffer;
+    });
+    const d = allocCarried(8 * 2 ** 20);
+    expect(d.buffer).not.toBe(foreign.buffer);
+    expect(d.buffer).not.toBe(lent);
   });
 
   it('concurrent seals into different shards each write their own rows (no buffer shared while in use)', async () => {
