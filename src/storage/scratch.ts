@@ -84,8 +84,8 @@ function keep(pool: Pool, buf: Buffer): void {
   while (held > KEEP_BYTES) held -= free.shift()!.byteLength;
 }
 
-/** Bytes currently kept for reuse (tests). */
-export const scratchKeptBytes = (): number => [...plain.free, ...shared.free, ...carried.free].reduce((n, b) => n + b.byteLength, 0);
+/** Bytes of scratch currently kept for reuse (tests). */
+export const scratchKeptBytes = (): number => [...plain.free, ...shared.free].reduce((n, b) => n + b.byteLength, 0);
 
 /**
  * `chunks` (an encoder's output) joined into one buffer from `alloc`, letting other
