@@ -282,8 +282,12 @@ test("a writer's first seal asks no worker while the table publishes pressure 0"
   await eventually(async () => (await h.tables.publishedPressure(table)) !== null, 'the table published its pressure');
   const queries = vi.spyOn(h.tables, 'state');
   try {
-    await new Load(writer, { rowsPerGeneration: 50, keySpan: 500, pauseMs: 0 }).writeOne('s0');
+    const seq = await new Load(writer, { rowsPerGeneration: 50, keySpan: 500, pauseMs: 0 }).writeOne('s0');
     expect(queries).not.toHaveBeenCalled();
+    // s0 merged first: its backlog, published while its commit ran, would otherwise pass for
+    // the paused s1's below and then fall back to 0.
+    await eventually(async () => (await h.tables.status(table)).shards.find((x) => x.shard === 's0')!.mergedThroughSeq >= seq, 's0 merged');
+    await eventually(async () => (await h.tables.publishedPressure(table))?.writePressure === 0, 'pressure 0 published again');
     await h.tables.pause(table, { kind: 'merge' });
     await eventually(async () => (await h.tables.status(table)).pausedKinds.includes('merge'), 'pause applied');
     await new Load(writer, { rowsPerGeneration: 50, keySpan: 500, pauseMs: 0 }).writeOne('s1');
