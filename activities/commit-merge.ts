@@ -147,10 +147,10 @@ async function commit(deps: ActivityDeps, input: CommitMergeInput, progress: Pro
   const r = await progress.bounded({ phase: 'commit', step: 'mergeInsert', deadlineMs }, upsert);
   deps.faults?.afterMergeInsert?.({ attempt: progress.attempt, version: r.version });
   const ranges = all.map((p) => `${p.shard} ${p.fromSeq}..${p.toSeq}`).join(', ');
-  deps.log?.(`commitMerge ${input.table} ${ranges}: version ${r.version}, ${r.inserted} inserted, ${r.updated} updated`);
+  deps.log?.(`commitMerge ${input.table} ${ranges}: version ${r.version}, ${r.inserted} inserted, ${r.updated} updated, ${r.join ?? 'scan'} join`);
   const lanceMs = Math.round(performance.now() - t0);
   // We hold the turn, so every version since `before` is this upsert's (one, unless Lance retried).
   const measured = await addLanceBytes(deps, cost, lanceTableDir(deps.dataRoot, input.table), before, r.version);
   const steps = { readMs: Math.round(readMs), openMs: Math.round(openMs), encodeMs: Math.round(r.encodeMs ?? 0), scanMs: 0 };
-  return { r: { version: r.version, rows: r.inserted + r.updated, lanceMs, steps }, measured };
+  return { r: { version: r.version, rows: r.inserted + r.updated, lanceMs, steps, ...(r.join ? { join: r.join } : {}) }, measured };
 }

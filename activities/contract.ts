@@ -7,6 +7,7 @@ import type { IndexSpec } from '../src/messages/index-spec';
 import type { GcPlan, IndexPlan, OptimizePlan, PreparedMerge, UnitCost } from '../src/policy/unit-results';
 import type { SnapshotResult } from '../src/storage/generation-store';
 import type { Maintained } from '../src/policy/types';
+import type { MergeJoin } from '../src/storage/merge-join';
 
 export type { IndexSpec } from '../src/messages/index-spec';
 export type { SnapshotResult } from '../src/storage/generation-store';
@@ -66,6 +67,8 @@ export interface CommitResult extends Costed {
   lanceMs?: number;
   /** A merge's commit, step by step (ms): where a turn's time went besides the Lance call. */
   steps?: CommitSteps;
+  /** A merge's commit: how Lance found the table's rows for the batch's keys (src/storage/merge-join.ts). */
+  join?: MergeJoin;
   /** A merge's commit: the store as it saw it when it ended (the table counts it as a snapshot). */
   scan?: SnapshotResult;
   /** A merge's commit: what the maintenance riding its turn did (one entry per kind it was asked to run). */

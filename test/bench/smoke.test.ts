@@ -84,6 +84,13 @@ test('memory-factor: peak RSS added by a prepare and a commit, in fresh processe
   expect(out).toMatch(/^\| 4000 \| [\d.]+ MiB \| -?[\d.]+ MiB \| -?[\d.]+ \| -?[\d.]+ MiB \| -?[\d.]+ \|$/m);
 }, 300_000);
 
+test('merge-join: both joins side by side, the choice judged, every key once', async () => {
+  const out = await bench('merge-join.ts', ['--tables', '5000', '--batches', '50,1000', '--runs', '1']);
+  expect(out).toMatch(/^\| 5,000 \| 50 \| [\d.]+ \/ [\d.]+ \| [\d.]+ \/ [\d.]+ \| [\d.]+x \| index \| (yes|no \(scan\)) \|$/m);
+  expect(out).toMatch(/^\| 5,000 \| 1,000 \| .* \| scan \| (yes|no \(index\)) \|$/m);
+  expect(out).toMatch(/content check: PASS/);
+}, 300_000);
+
 test('workflow-task-cost: both modes counted from the histories, the ratio printed', async () => {
   const out = await bench('workflow-task-cost.ts', ['--tables', '2', '--rounds', '3', '--pause-ms', '50']);
   // Each of the 2 tables took each of the 3 signals in a workflow task of its own or with another.
