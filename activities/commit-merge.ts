@@ -1,6 +1,7 @@
 import { arrow, CorruptArrowFileError, readIpcFileBytes, type ArrowTable } from '../src/storage/arrow';
 import { conditionalUpsert, lanceTableDir, openLanceTable, openOrCreateLanceTable } from '../src/storage/lance-table';
 import { readSealed } from '../src/storage/generation-store';
+import { wantsKeyIndex } from '../src/storage/merge-join';
 import { giveBackCarried } from '../src/storage/scratch';
 import { readTableMeta } from '../src/storage/table-meta';
 import { commitReservation, ridersReservation, withReservation } from './memory-reservations';
@@ -152,5 +153,6 @@ async function commit(deps: ActivityDeps, input: CommitMergeInput, progress: Pro
   // We hold the turn, so every version since `before` is this upsert's (one, unless Lance retried).
   const measured = await addLanceBytes(deps, cost, lanceTableDir(deps.dataRoot, input.table), before, r.version);
   const steps = { readMs: Math.round(readMs), openMs: Math.round(openMs), encodeMs: Math.round(r.encodeMs ?? 0), scanMs: 0 };
-  return { r: { version: r.version, rows: r.inserted + r.updated, lanceMs, steps, ...(r.join ? { join: r.join } : {}) }, measured };
+  const keyIndexMissing = r.keyIndexed === false && wantsKeyIndex((r.tableRows ?? 0) + r.inserted);
+  return { r: { version: r.version, rows: r.inserted + r.updated, lanceMs, steps, ...(r.join ? { join: r.join } : {}), ...(keyIndexMissing ? { keyIndexMissing: true as const } : {}) }, measured };
 }

@@ -69,6 +69,8 @@ export interface CommitResult extends Costed {
   steps?: CommitSteps;
   /** A merge's commit: how Lance found the table's rows for the batch's keys (src/storage/merge-join.ts). */
   join?: MergeJoin;
+  /** A merge's commit: the table has grown to want a BTREE on its key and has none (the index kind builds it). */
+  keyIndexMissing?: true;
   /** A merge's commit: the store as it saw it when it ended (the table counts it as a snapshot). */
   scan?: SnapshotResult;
   /** A merge's commit: what the maintenance riding its turn did (one entry per kind it was asked to run). */

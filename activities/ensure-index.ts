@@ -3,12 +3,12 @@ import { readTableMeta } from '../src/storage/table-meta';
 import type { IndexResult, IndexSpec, TableRef } from './contract';
 import { indexDeadlineMs } from './deadlines';
 import type { ActivityDeps } from './deps';
-import { indexConfig, indexName, missingIndices } from './index-specs';
+import { indexConfig, indexName, missingIndices, wantedIndices } from './index-specs';
 import { addLanceBytes } from './lance-cost';
 import { ProgressReporter } from './progress';
 import { costMeter } from './unit-cost';
 
-// Builds the configured indices the table lacks, re-checked at commit time (another
+// Builds the indices the table should have and lacks (index-specs.ts), re-checked at commit time (another
 // unit may have built one since the plan). createIndex runs alongside a merge without
 // failing, but the index then misses the merge's fragments; holding the turn avoids it.
 export function makeEnsureIndex(deps: ActivityDeps) {
@@ -23,7 +23,7 @@ export function makeEnsureIndex(deps: ActivityDeps) {
       const fromVersion = await tbl.version();
       const built: IndexSpec[] = [];
       await progress.point('commit');
-      for (const spec of await missingIndices(tbl, meta.indices)) {
+      for (const spec of await missingIndices(tbl, wantedIndices(meta.indices, meta.key, rows))) {
         const deadlineMs = Date.now() + indexDeadlineMs(rows, spec.type);
         await progress.bounded(
           { phase: 'commit', step: `createIndex ${spec.column} ${spec.type}`, deadlineMs },

@@ -1,11 +1,22 @@
 import { Index } from '@lancedb/lancedb';
 import type { LanceTable } from '../src/storage/lance-table';
+import { wantsKeyIndex } from '../src/storage/merge-join';
 import type { IndexSpec } from './contract';
 
-// Configured indices (table.json) versus what the Lance table has. Lance reports types
+// The indices a table should have versus what the Lance table has. Lance reports types
 // as "BTree", "Bitmap", "IvfFlat", "IVF_PQ" ...: compare letters only, case-folded.
 
 const norm = (t: string): string => t.toLowerCase().replace(/[^a-z0-9]/g, '');
+
+/**
+ * The indices the index kind keeps built: table.json's, and a BTREE on the key once the
+ * table has grown to want one for its merges (src/storage/merge-join.ts).
+ */
+export function wantedIndices(configured: readonly IndexSpec[], key: string, tableRows: number): IndexSpec[] {
+  const keyBtree: IndexSpec = { column: key, type: 'btree' };
+  const has = configured.some((s) => s.column === key && s.type === 'btree');
+  return has || !wantsKeyIndex(tableRows) ? [...configured] : [...configured, keyBtree];
+}
 
 export async function missingIndices(tbl: LanceTable, wanted: readonly IndexSpec[]): Promise<IndexSpec[]> {
   const have = await tbl.listIndices();

@@ -239,7 +239,7 @@ export async function commitUnit(st: TableState, unit: Unit, why: string, riders
         break;
       }
     }
-    return { type: 'committed', unitId: unit.id, version: r.version, rows: r.rows, attempts: 1, ...(r.scan ? { scan: r.scan } : {}), ...costed(r.cost), ...(r.maintained ? { maintained: r.maintained } : {}) };
+    return { type: 'committed', unitId: unit.id, version: r.version, rows: r.rows, attempts: 1, ...(r.scan ? { scan: r.scan } : {}), ...costed(r.cost), ...(r.maintained ? { maintained: r.maintained } : {}), ...(r.keyIndexMissing ? { keyIndexMissing: true } : {}) };
   } catch (err) {
     if (notTaken(err)) return { type: 'noHeadroom', unitId: unit.id, bytes: commitBytes(unit, riders) };
     return { type: 'commitFailed', unitId: unit.id, ...classify(err) };

@@ -127,6 +127,8 @@ function onCommitted(state: TableState, e: Ev<'committed'>, nowMs: number): void
   state.version = Math.max(state.version, e.version);
   recordCommitMs(state, u.kind, nowMs - grantedAtMs);
   finish(state, u, nowMs, e.rows ?? 0, prevVersion);
+  // A table that wanted no index plans again: it wants one on its key now.
+  if (e.keyIndexMissing === true && state.noIndices === true) state.noIndices = false;
   for (const r of riders) {
     const kind = r.kind;
     if (r.rider && isRidingKind(kind)) endRide(state, r, kind, e.maintained?.[kind], nowMs, prevVersion);

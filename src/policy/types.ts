@@ -288,9 +288,11 @@ export interface TableState {
    */
   activityAtMs?: number;
   /**
-   * The last index plan found no index configured in table.json: the index kind then
-   * runs only when bumped (idle.ts, hasChanged), instead of opening the Lance table
-   * every period to find nothing to build. Absent until a plan reports it.
+   * The last index plan found no index the table should have (none in table.json, and
+   * too few rows for one on its key): the index kind then runs only when bumped (idle.ts,
+   * hasChanged), instead of opening the Lance table every period to find nothing to
+   * build, or until a merge's commit reports the key index missing. Absent until a plan
+   * reports it.
    */
   noIndices?: boolean;
   /**
@@ -337,7 +339,8 @@ export type PolicyEvent =
   | PreparedEvent
   | { type: 'prepareFailed'; unitId: string; error: string; retryable: boolean; stalled: boolean }
   /** scan: the store as a merge's commit saw it when it ended (it counts as a snapshot). */
-  | { type: 'committed'; unitId: string; version: number; rows?: number; attempts: number; scan?: StoreScan; conflicts?: number; observation?: Observation; cost?: UnitCost; maintained?: Maintained }
+  /** `keyIndexMissing`: a merge's commit found the table grown to want a BTREE on its key, which it lacks. */
+  | { type: 'committed'; unitId: string; version: number; rows?: number; attempts: number; scan?: StoreScan; conflicts?: number; observation?: Observation; cost?: UnitCost; maintained?: Maintained; keyIndexMissing?: boolean }
   | { type: 'commitFailed'; unitId: string; error: string; retryable: boolean; stalled: boolean; conflicts?: number; cost?: UnitCost }
   /**
    * The turn holder's commit was taken by no worker within commitAdmissionWaitSecs:

@@ -108,12 +108,16 @@ export interface UpsertResult {
   encodeMs?: number;
   /** How Lance found the table's rows for the batch's keys (merge-join.ts). */
   join?: MergeJoin;
+  /** Whether the table has a BTREE on its key, and its rows before the upsert. */
+  keyIndexed?: boolean;
+  tableRows?: number;
 }
 
 /** The join for `batchRows` into the table: through the key's BTREE when it has one and the batch is small beside the table. */
-export async function chooseMergeJoin(tbl: LanceTable, key: string, batchRows: number): Promise<MergeJoin> {
-  if (!keyIndexed(await tbl.listIndices(), key)) return 'scan';
-  return mergeJoin(batchRows, await tbl.countRows(), true);
+export async function chooseMergeJoin(tbl: LanceTable, key: string, batchRows: number): Promise<{ join: MergeJoin; keyIndexed: boolean; tableRows: number }> {
+  const indexed = keyIndexed(await tbl.listIndices(), key);
+  const tableRows = await tbl.countRows();
+  return { join: mergeJoin(batchRows, tableRows, indexed), keyIndexed: indexed, tableRows };
 }
 
 /**
@@ -124,7 +128,7 @@ export async function chooseMergeJoin(tbl: LanceTable, key: string, batchRows: n
 export async function conditionalUpsert(tbl: LanceTable, key: string, batch: ArrowTable, opts: { timeoutMs?: number; ipc?: Buffer } = {}): Promise<UpsertResult> {
   if (batch.numRows === 0) return { version: await tbl.version(), inserted: 0, updated: 0, skipped: true };
   acceptEncodedIpc();
-  const join = await chooseMergeJoin(tbl, key, batch.numRows);
+  const { join, keyIndexed: indexed, tableRows } = await chooseMergeJoin(tbl, key, batch.numRows);
   // The scratch stays lent until lancedb's promise settles (it copies the bytes first thing).
   let encodeMs = 0;
   const r = await withScratch(async (alloc) => {
@@ -139,5 +143,5 @@ export async function conditionalUpsert(tbl: LanceTable, key: string, batch: Arr
       .useIndex(join === 'index')
       .execute(data as unknown as ArrowTable, opts.timeoutMs ? { timeoutMs: Math.max(1, Math.round(opts.timeoutMs)) } : undefined);
   });
-  return { version: r.version, inserted: r.numInsertedRows, updated: r.numUpdatedRows, skipped: false, encodeMs, join };
+  return { version: r.version, inserted: r.numInsertedRows, updated: r.numUpdatedRows, skipped: false, encodeMs, join, keyIndexed: indexed, tableRows };
 }

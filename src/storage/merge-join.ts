@@ -6,6 +6,14 @@
 // rows into 1M took 181 ms through the index and 133 ms by scan. The index wins below
 // about one batch row per 50 table rows.
 
+/**
+ * A table of at least this many rows gets a BTREE on its key when it has none, as if
+ * table.json configured it: by then a scan costs a 100-row merge twice the CPU of a
+ * lookup (bench/README.md), and building the index is cheap (1M int64 keys: 190 ms of
+ * CPU, no RSS above what opening the table took).
+ */
+export const KEY_INDEX_AT_ROWS = 250_000;
+
 /** A batch at most this fraction of the table's rows joins through the key's index. */
 export const INDEX_JOIN_MAX_FRACTION = 1 / 50;
 
@@ -22,6 +30,9 @@ export interface IndexOnColumns {
 /** Whether one of `indices` is a BTREE on exactly the key column. */
 export const keyIndexed = (indices: readonly IndexOnColumns[], key: string): boolean =>
   indices.some((i) => i.columns.length === 1 && i.columns[0] === key && JOINABLE_INDEX_TYPES.has(i.indexType.toLowerCase()));
+
+/** Whether a table of `tableRows` rows without a BTREE on its key should get one. */
+export const wantsKeyIndex = (tableRows: number): boolean => tableRows >= KEY_INDEX_AT_ROWS;
 
 /** The join for a batch of `batchRows` into a table of `tableRows` (whose key has an index or not). */
 export function mergeJoin(batchRows: number, tableRows: number, indexed: boolean): MergeJoin {

@@ -1,6 +1,7 @@
 import { afterEach, expect, it } from 'vitest';
 import { readIpcFile } from '../../src/storage/arrow';
 import { generationFile, tableLayout } from '../../src/storage/layout';
+import { KEY_INDEX_AT_ROWS } from '../../src/storage/merge-join';
 import { makeFixture, run, sealMany, tableRows, type Fixture } from './helpers';
 
 let f: Fixture | undefined;
@@ -41,3 +42,25 @@ it("small merges join through the key's BTREE, large ones scan, and the table is
   }
   expect(await tableRows(f)).toEqual([...newest.values()].sort((a, b) => Number(a.id) - Number(b.id)));
 });
+
+it('a table grown past KEY_INDEX_AT_ROWS without indices gets a BTREE on its key through the index kind, and merges then look keys up', async () => {
+  f = await makeFixture({ shards: 1 });
+  await sealMany(f, 's0', 1, 1_000, [0, 999_999], 1);
+  const small = (await commit(f, 1)).result;
+  expect(small.keyIndexMissing).toBeUndefined();
+  expect(await run(f.acts.planIndex, [{ table: f.table }])).toMatchObject({ missing: [], configured: 0 });
+
+  await sealMany(f, 's0', 1, KEY_INDEX_AT_ROWS, [0, 999_999], 2);
+  const grown = (await commit(f, 2)).result;
+  expect(grown).toMatchObject({ join: 'scan', keyIndexMissing: true });
+  expect(await run(f.acts.planIndex, [{ table: f.table }])).toMatchObject({ missing: [{ column: 'id', type: 'btree' }], configured: 1 });
+  expect((await run(f.acts.ensureIndex, [{ table: f.table }])).built).toEqual([{ column: 'id', type: 'btree' }]);
+  expect(await run(f.acts.planIndex, [{ table: f.table }])).toMatchObject({ missing: [], configured: 1 });
+
+  await sealMany(f, 's0', 1, 100, [0, 999_999], 3);
+  const after = (await commit(f, 3)).result;
+  expect(after.join).toBe('index');
+  expect(after.keyIndexMissing).toBeUndefined();
+  const rows = await tableRows(f);
+  expect(new Set(rows.map((r) => r.id)).size).toBe(rows.length);
+}, 120_000);

@@ -17,6 +17,8 @@ import { Load } from '../support/load';
 import { activityRuns } from '../support/history';
 import { recordHistory } from '../support/record-history';
 import { expectMergedExactly } from '../support/expect-exact';
+import { generateRows } from '../../src/writer';
+import { KEY_INDEX_AT_ROWS } from '../../src/storage/merge-join';
 
 // Real maintenance on real Lance tables through the real server: exact content at
 // scale, stalls detected from progress (not liveness), corrupt generations held.
@@ -88,6 +90,22 @@ function freezeFirst(match: (p: FreezePoint) => boolean) {
   };
   return { state, hook };
 }
+
+test('a table created without indices gets a BTREE on its key once it grows large, and its small merges then look keys up', async () => {
+  const { table, meta, writer } = await newTable(h, 'keyidx', 1, { periodSecs: { optimize: 0, index: 2, gc: 0 } });
+  const seal = async (count: number, seed: number) => (await writer.write('s0', generateRows({ keys: [0, 999_999], count, shard: 's0', shards: meta.shards, seed }))).seq;
+  const waiter = new MergeWaiter(h.client);
+  await waiter.wait(table, 's0', await seal(KEY_INDEX_AT_ROWS, 1));
+  const handle = h.tables.handle(table);
+  const commits = async () => (await activityRuns(handle)).filter((r) => r.type === 'commitMerge' && r.outcome === 'completed').map((r) => r.result as { join?: string; keyIndexMissing?: boolean });
+  expect((await commits()).at(-1)).toMatchObject({ join: 'scan', keyIndexMissing: true });
+  // The index kind, which had found nothing configured, plans again and builds it.
+  const db = await lancedb.connect(h.dataRoot, lanceConnectOptions(h.dataRoot));
+  await eventually(async () => (await (await db.openTable(table)).listIndices()).some((i) => i.columns.join() === 'id' && i.indexType.toLowerCase() === 'btree'), 'a BTREE on id', 60_000);
+  await waiter.wait(table, 's0', await seal(100, 2));
+  expect((await commits()).at(-1)).toMatchObject({ join: 'index' });
+  expect((await commits()).at(-1)?.keyIndexMissing).toBeUndefined();
+}, 180_000);
 
 test('frozen progress in prepareMerge is detected within stallSecs + one heartbeat interval and retried; the other shard keeps merging', async () => {
   const stallSecs = 4; // long enough for s1 to merge before the retry, even on a loaded machine

@@ -421,6 +421,30 @@ describe('optimize, index and gc only after a change', () => {
     expect(prepares(some.at(at).send({ type: 'timer' })).map((p) => p.unit.id)).toEqual(['index']);
   });
 
+  it('a table that wants no index plans again once a merge reports its key index missing', () => {
+    const policy = simPolicy({ snapshotIntervalSecs: 60, snapshotMaxIntervalSecs: 900, periodSecs: { optimize: 0, index: 60, gc: 0 } });
+    const d = new Driver(initialState({ table: 't', key: 'id', shards: ['s0'], policy, nowMs: 0, configuredIndices: 0 }));
+    d.send({ type: 'timer' });
+    d.send({ type: 'snapshot', revision: 0, shards: [] });
+    d.send(demand('s0', 2));
+    d.at(9_999).send(prepared('merge/s0'));
+    d.at(10_000).send(committed('merge/s0', 5));
+    idleUntil(d, 30 * MIN);
+    expect(prepares(d.decisions).filter((p) => p.unit.kind === 'index')).toEqual([]);
+    // The table grew past the rows that want a BTREE on the key (src/storage/merge-join.ts).
+    d.at(31 * MIN).send(demand('s0', 3));
+    d.send(prepared('merge/s0'));
+    d.send({ type: 'committed', unitId: 'merge/s0', version: 6, rows: 0, attempts: 1, keyIndexMissing: true });
+    expect(d.state.noIndices).toBe(false);
+    const at = Math.max(d.state.dueAtMs.index, d.nowMs);
+    expect(at).toBeLessThanOrEqual(d.nowMs + 60_000);
+    const ds = d.at(at).send({ type: 'timer' });
+    expect(prepares(ds).map((p) => p.unit.id)).toEqual(['index']);
+    // Its plan counts the key index among those wanted, so the table keeps planning.
+    d.send({ type: 'prepared', kind: 'index', unitId: 'index', needsCommit: true, prepared: { missing: [{ column: 'id', type: 'btree' }], configured: 1 }, attempts: 1 });
+    expect(d.state.noIndices).toBe(false);
+  });
+
   it('index plans recorded without the count (older runs) keep planning every period', () => {
     const d = afterOneMerge({ periodSecs: { optimize: 0, index: 60, gc: 0 } });
     const at = Math.max(d.state.dueAtMs.index, d.nowMs);
