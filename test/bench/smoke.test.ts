@@ -91,6 +91,14 @@ test('merge-join: both joins side by side, the choice judged, every key once', a
   expect(out).toMatch(/content check: PASS/);
 }, 300_000);
 
+test('large-table-seals: a large table gets its key BTREE and both tables end exact', async () => {
+  const out = await bench('large-table-seals.ts', ['--table-rows', '260000', '--seals', '2', '--rows', '10']);
+  expect(out).toMatch(/^\| K \(key BTREE when large\) \| 4 \| index \| [\d.]+ \| [\d.]+ \| [\d.]+ \|$/m);
+  expect(out).toMatch(/^\| S \(index kind off: scans\) \| 4 \| scan \| [\d.]+ \| [\d.]+ \| [\d.]+ \|$/m);
+  expect(out).toMatch(/^commit CPU per seal, S \/ K: [\d.]+x$/m);
+  expect(out).toMatch(/content check: PASS/);
+}, 300_000);
+
 test('workflow-task-cost: both modes counted from the histories, the ratio printed', async () => {
   const out = await bench('workflow-task-cost.ts', ['--tables', '2', '--rounds', '3', '--pause-ms', '50']);
   // Each of the 2 tables took each of the 3 signals in a workflow task of its own or with another.

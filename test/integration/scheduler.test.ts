@@ -143,9 +143,13 @@ test('bump of optimize to class 1 makes it the very next turn', async () => {
 test('pause --kind merge holds merges with a visible reason while optimize goes on; resume loses nothing', async () => {
   const { table, writer, handle } = await newTable('pause', { ...QUIET, periodSecs: { optimize: 0, index: 0, gc: 0 } });
   const load = new Load(writer, { rowsPerGeneration: 100, keySpan: 2000, pauseMs: 0 });
-  for (let i = 0; i < 2; i++) for (const s of ['s0', 's1']) await load.writeOne(s);
-  await new MergeWaiter(h.client).wait(table, 's1', 2);
-  await new MergeWaiter(h.client).wait(table, 's0', 2);
+  // One shard merged before the other is written: two commits, two small fragments, so
+  // the optimize bumped below has something to compact (one commit of both shards would
+  // leave it nothing to do, and no turn to take).
+  for (const s of ['s0', 's1']) {
+    for (let i = 0; i < 2; i++) await load.writeOne(s);
+    await new MergeWaiter(h.client).wait(table, s, 2);
+  }
 
   await h.tables.pause(table, { kind: 'merge' });
   await eventually(async () => (await h.tables.status(table)).pausedKinds.includes('merge'), 'pause applied');
