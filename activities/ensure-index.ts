@@ -8,9 +8,10 @@ import { addLanceBytes } from './lance-cost';
 import { ProgressReporter } from './progress';
 import { costMeter } from './unit-cost';
 
-// Builds the indices the table should have and lacks (index-specs.ts), re-checked at commit time (another
-// unit may have built one since the plan). createIndex runs alongside a merge without
-// failing, but the index then misses the merge's fragments; holding the turn avoids it.
+// Builds the indices the table should have and lacks (index-specs.ts), re-checked at
+// commit time (another unit may have built one since the plan). createIndex runs
+// alongside a merge without failing, but the index then misses the merge's fragments;
+// holding the turn avoids it.
 export function makeEnsureIndex(deps: ActivityDeps) {
   return async function ensureIndex(input: TableRef): Promise<IndexResult> {
     const progress = new ProgressReporter('ensureIndex', deps.faults);
