@@ -22,11 +22,10 @@ export function adoptedLocation(uri: string): AdoptedLocation {
 
 /**
  * The table at its latest version. A handle opened earlier does not see other processes'
- * commits (an optimize through it compacted nothing): every call opens and refreshes.
+ * commits (an optimize through it compacted nothing): every call opens one (opening
+ * finds the latest version).
  */
 export async function openAdopted(uri: string): Promise<LanceTable> {
   const { db, name } = adoptedLocation(uri);
-  const tbl = await (await connect(db)).openTable(name);
-  await tbl.checkoutLatest();
-  return tbl;
+  return (await connect(db)).openTable(name);
 }

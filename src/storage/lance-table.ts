@@ -4,15 +4,14 @@ import { arrow, type ArrowTable, type Schema } from './arrow';
 import { acceptEncodedIpc, EncodedIpc, encodeForLance } from './lance-ipc-input';
 import { isS3, joinLoc } from './location';
 import { withScratch } from './scratch';
-import { storageAt } from './open-storage';
 import { lanceStorageOptions } from './s3-env';
 import { keyIndexed, mergeJoin, type MergeJoin } from './merge-join';
 
 // The base Lance table, `<root>/<name>.lance`, so any LanceDB client reads it with
 // `lancedb.connect(root).openTable(name)` (on S3: `lancedb.connect('s3://BUCKET/PREFIX',
 // { storageOptions })` with the endpoint and credentials of s3-env.ts). A merge through a stale handle can duplicate
-// rows, so every activity opens its own handle (cheap: one manifest read) and refreshes
-// it with checkoutLatest; only connections are shared.
+// rows, so every activity opens its own handle (cheap: one listing of the versions and
+// one manifest read); only connections are shared.
 
 export type LanceTable = lancedb.Table;
 
@@ -36,16 +35,19 @@ export function connect(root: string): Promise<lancedb.Connection> {
   return c;
 }
 
-async function exists(root: string, name: string): Promise<boolean> {
-  return (await storageAt(root).list(joinLoc(lanceTableDir(root, name), '_versions'), { limit: 1 })).length > 0;
-}
-
-/** The table, refreshed to its latest version, or null when nothing was committed yet. */
+/**
+ * The table at its latest version, or null when nothing was committed yet. Opening finds
+ * the latest version (a handle opened before another process commits does not see the
+ * commit; one opened after does), so no separate check or refresh: on S3 each of those
+ * was one more LIST of the table's versions on every commit.
+ */
 export async function openLanceTable(root: string, name: string): Promise<LanceTable | null> {
-  if (!(await exists(root, name))) return null;
-  const tbl = await (await connect(root)).openTable(name);
-  await tbl.checkoutLatest();
-  return tbl;
+  try {
+    return await (await connect(root)).openTable(name);
+  } catch (err) {
+    if (/was not found/i.test(String(err))) return null;
+    throw err;
+  }
 }
 
 /**
