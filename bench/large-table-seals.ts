@@ -25,6 +25,7 @@ import { workflowIdForTable } from '../src/messages/names';
 import { createTableMeta } from '../src/storage/generation-store';
 import { openLanceTable } from '../src/storage/lance-table';
 import { activityRuns } from '../test/support/history';
+import { stat } from './phases';
 import { benchServer, startWorkerProcess, stopProcess } from './support';
 
 const { values: opt } = parseArgs({ options: { 'table-rows': { type: 'string', default: '1000000' }, seals: { type: 'string', default: '30' }, rows: { type: 'string', default: '100' } } });
@@ -48,7 +49,7 @@ interface Side {
   lastSeq: number;
 }
 
-const median = (xs: number[]): number => (xs.length ? [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]! : NaN);
+const median = (xs: number[]): number => stat(xs).p50;
 
 async function main(): Promise<void> {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-bench-large-'));

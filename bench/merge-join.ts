@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import * as lancedb from '@lancedb/lancedb';
 import { arrow } from '../src/storage/arrow';
 import { mergeJoin } from '../src/storage/merge-join';
+import { stat } from './phases';
 
 // The two joins of a merge's upsert side by side (src/storage/merge-join.ts): for each
 // table size, a Lance table of that many rows with a BTREE on the key, then batches of
@@ -30,7 +31,7 @@ if (!Number.isInteger(RUNS) || RUNS < 1) throw new Error(`--runs: ${JSON.stringi
 const rows = (ids: readonly number[], seq: number) =>
   arrow.tableFromArrays({ id: BigInt64Array.from(ids, BigInt), value: ids.map((i) => `value ${i} at ${seq}`), _seq: BigInt64Array.from(ids, () => BigInt(seq)) });
 const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const median = (xs: number[]): number => stat(xs).p50;
 
 async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-bench-join-'));

@@ -116,7 +116,7 @@ export interface UpsertResult {
 }
 
 /** The join for `batchRows` into the table: through the key's BTREE when it has one and the batch is small beside the table. */
-export async function chooseMergeJoin(tbl: LanceTable, key: string, batchRows: number): Promise<{ join: MergeJoin; keyIndexed: boolean; tableRows: number }> {
+async function chooseMergeJoin(tbl: LanceTable, key: string, batchRows: number): Promise<{ join: MergeJoin; keyIndexed: boolean; tableRows: number }> {
   const indexed = keyIndexed(await tbl.listIndices(), key);
   const tableRows = await tbl.countRows();
   return { join: mergeJoin(batchRows, tableRows, indexed), keyIndexed: indexed, tableRows };
