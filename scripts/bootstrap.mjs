@@ -10,6 +10,7 @@ import { cacheRoot, ensureTemporal, which } from './ensure-temporal.mjs';
 import { CLI_JS, ensureBuilt } from './build.mjs';
 import { ensureSeaweedfs } from './ensure-seaweedfs.mjs';
 import { PROGRAMS, ensureProgram } from './ensure-cluster.mjs';
+import { runSuite } from './test-lanes.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
@@ -44,13 +45,6 @@ function run(cmd, args, env, then) {
     else process.exit(status);
   });
 }
-
-/**
- * Test files that compare a run's timing with a model of it (the policy simulator's
- * calibration): on two cores next to another integration file their timings stretch
- * far past what the model knows of, so the whole suite runs them alone, after the rest.
- */
-const RUN_ALONE = ['test/integration/foresight.test.ts'];
 
 const mode = process.argv[2];
 ensureDependencies();
@@ -99,10 +93,8 @@ if (mode === 'test') {
       process.exit(1);
     }
   }
-  if (process.argv.length === 3) {
-    const rest = RUN_ALONE.flatMap((f) => ['--exclude', f]);
-    run(bin('vitest'), ['run', ...rest], env, () => run(bin('vitest'), ['run', ...RUN_ALONE], env));
-  } else run(bin('vitest'), ['run', ...process.argv.slice(3)], env);
+  if (process.argv.length === 3) process.exit(await runSuite({ bin: bin('vitest'), env, cwd: root }));
+  else run(bin('vitest'), ['run', ...process.argv.slice(3)], env);
 } else if (mode === 'start') {
   // The worker malloc tunables in the dev process, whose workers merge: as README
   // "Running workers" asks of every worker (src/worker/allocator-env.ts says why; this

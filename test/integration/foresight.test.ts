@@ -21,7 +21,7 @@ import type { FreezePoint } from '../../activities/deps';
 // A busy table on the real server (a hot merger on two shards, optimize and an index
 // kept built): its unit history with costs as `turnstile history` prints it, and its
 // demand record, which the policy dry run replays. `npm test` runs this file alone after
-// the others (scripts/bootstrap.mjs RUN_ALONE): with another integration file on two
+// the others (scripts/test-lanes.mjs RUN_ALONE): with another integration file on two
 // cores, every turn's handoff stretches past what the simulator models.
 
 let h: Harness;
