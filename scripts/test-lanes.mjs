@@ -3,20 +3,26 @@ import { spawn } from 'node:child_process';
 
 /**
  * Files that mostly wait (stall and sticky-queue timeouts, policy periods, writers at a
- * fixed rate) and leave most of a core idle. They run in a lane of their own, one file
- * at a time, beside the two forks of the rest, so their waits overlap work instead of
- * holding a fork. Each alone on 2 cores, wall time / CPU time: stopped-sticky-worker
- * 108 / 25 s, idle 41 / 19 s, adopted 229 / 141 s. The cluster tests stay in the main
- * lane: cluster faults alone is 180 / 126 s, but two clusters at once (faults beside
- * upgrade) stretched upgrade from 216 to 375 s.
+ * fixed rate, a wait meant to time out) and leave most of a core idle. They run in a lane
+ * of their own, one file at a time, beside the two forks of the rest, so their waits
+ * overlap work instead of holding a fork. Each alone on 2 cores, wall time / CPU time
+ * (about 8 s / 10 s of it start-up): stopped-sticky-worker 108 / 25 s, idle 41 / 19 s,
+ * adopted 229 / 141 s, maintenance 49 / 33 s, store-sweep 35 / 23 s, metrics 19 / 15 s,
+ * plan-aging 17 / 14 s. The lane still ends minutes before the main run. The cluster tests
+ * stay in the main lane: cluster faults alone is 180 / 126 s, but two clusters at once
+ * (faults beside upgrade) stretched upgrade from 216 to 375 s.
  */
-export const WAIT_LANE = ['test/integration/adopted.test.ts', 'test/integration/stopped-sticky-worker.test.ts', 'test/integration/idle.test.ts'];
+export const WAIT_LANE = [
+  'test/integration/adopted.test.ts',
+  'test/integration/stopped-sticky-worker.test.ts',
+  'test/integration/idle.test.ts',
+  'test/integration/maintenance.test.ts',
+  'test/integration/store-sweep.test.ts',
+  'test/integration/metrics.test.ts',
+  'test/integration/plan-aging.test.ts',
+  'test/integration/wait-merged-timeout.test.ts',
+];
 
-/**
- * Files that compare a run's timing with a model of it (the policy simulator's
- * calibration): on two cores next to another integration file their timings stretch
- * far past what the model knows of, so they run alone, after the lanes.
- */
 export const RUN_ALONE = ['test/integration/foresight.test.ts'];
 
 /** Runs vitest with `args`; resolves to its exit status. With `prefix`, its output lines are prefixed (two lanes share one terminal). */
