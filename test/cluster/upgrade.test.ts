@@ -106,7 +106,7 @@ beforeAll(async () => {
   for (const name of names) {
     const meta = await createTableMeta(state.dataRoot, { name, key: 'id', shards: shardNames(2), indices: [] });
     await tables.start({ ...workflowArgsFor(meta), policy: { periodSecs: { optimize: 0, index: 0, gc: 0 } } });
-    const load = new Load(await TableWriter.open(tables, state.dataRoot, name), { rowsPerGeneration: 100, keySpan: 1500, pauseMs: 700 });
+    const load = new Load(await TableWriter.open(tables, state.dataRoot, name), { rowsPerGeneration: 100, keySpan: 1500, pauseMs: 2000 });
     loads.set(name, load);
     if (name.startsWith('busy')) load.start();
   }
