@@ -301,7 +301,9 @@ test('the signal inbox is bounded: signals past it are dropped, and the periodic
   try {
     const { tables, table, handle } = shell;
     await tables.pause(table, { kind: 'merge' });
-    await eventually(async () => (await timersStarted(handle)).length === 1, 'the first snapshot done');
+    // The pause is an operator action, which brings the next scan nearer: processed after
+    // the first snapshot, it re-arms that timer, so a second timer may follow the first.
+    await eventually(async () => (await timersStarted(handle)).length >= 1, 'the first snapshot done');
     await eventually(async () => (await tables.state(table)).pausedKinds.includes('merge'), 'the pause applied');
     // With no worker, the six signals wait in history and reach the workflow in one activation.
     await shell.stopWorker();
