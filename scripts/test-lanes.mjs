@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
  * (about 8 s / 10 s of it start-up): stopped-sticky-worker 108 / 25 s, idle 41 / 19 s,
  * adopted 229 / 141 s, maintenance 49 / 33 s, store-sweep 35 / 23 s, metrics 19 / 15 s,
  * plan-aging 17 / 14 s. The lane still ends minutes before the main run. The cluster tests
- * stay in the main lane: cluster faults alone is 180 / 126 s, but two clusters at once
+ * stay in the main lane: cluster faults alone is 104 / 111 s, but two clusters at once
  * (faults beside upgrade) stretched upgrade from 216 to 375 s.
  */
 export const WAIT_LANE = [
