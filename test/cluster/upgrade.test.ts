@@ -62,6 +62,22 @@ async function until(what: string, timeoutMs: number, check: () => Promise<boole
   }
 }
 
+/** Seconds from `sinceMs` until `holds` first held for each of `items`; throws after `timeoutMs`. */
+async function secondsUntilEach(what: string, items: string[], sinceMs: number, timeoutMs: number, holds: (item: string) => Promise<boolean>): Promise<Record<string, number>> {
+  const took: Record<string, number> = {};
+  await until(what, timeoutMs, async () => {
+    await Promise.all(
+      items
+        .filter((t) => took[t] === undefined)
+        .map(async (t) => {
+          if (await holds(t)) took[t] = (Date.now() - sinceMs) / 1000;
+        }),
+    );
+    return Object.keys(took).length === items.length;
+  });
+  return took;
+}
+
 /** Makes `to` current with the CLI and records how long each table took to be pinned to it. */
 async function moveAll(label: string, to: Release): Promise<void> {
   const started = Date.now();
@@ -69,17 +85,7 @@ async function moveAll(label: string, to: Release): Promise<void> {
   expect(out).toContain(`${to.buildId} is the current version`);
   // The CLI saw the change reach every task queue and told the tables a second time.
   expect(out).not.toContain('still reaching the task queues');
-  const took: Record<string, number> = {};
-  await until(`every table pinned to ${to.buildId}`, 240_000, async () => {
-    await Promise.all(
-      names
-        .filter((t) => took[t] === undefined)
-        .map(async (t) => {
-          if ((await pinnedBuildId(client, workflowIdForTable(t)).catch(() => null)) === to.buildId) took[t] = (Date.now() - started) / 1000;
-        }),
-    );
-    return Object.keys(took).length === names.length;
-  });
+  const took = await secondsUntilEach(`every table pinned to ${to.buildId}`, names, started, 240_000, async (t) => (await pinnedBuildId(client, workflowIdForTable(t)).catch(() => null)) === to.buildId);
   moves[label] = took;
   const secs = (ts: string[]) => ts.map((t) => took[t]!);
   console.log(`[upgrade] ${label}: busy tables moved in ${Math.max(...secs(names.slice(0, BUSY))).toFixed(1)} s at most, idle in ${Math.max(...secs(names.slice(BUSY))).toFixed(1)} s at most (${JSON.stringify(took)})`);
@@ -148,16 +154,8 @@ describe('a blue-green upgrade of the table workflow on the local cluster', () =
     // suite shares two cores with other files; a table that stopped would still miss it.
     const tables = new TableClient(client, 'turnstile');
     const busy = names.slice(0, BUSY);
-    const before = await Promise.all(busy.map((t) => tables.state(t)));
-    const stopped = Date.now();
-    const advanced: Record<string, number> = {};
-    await until('every busy table merging on v2 alone', 120_000, async () => {
-      const now = await Promise.all(busy.map((t) => tables.state(t)));
-      now.forEach((a, i) => {
-        if (advanced[busy[i]!] === undefined && a.version > before[i]!.version) advanced[busy[i]!] = (Date.now() - stopped) / 1000;
-      });
-      return Object.keys(advanced).length === BUSY;
-    });
+    const before = Object.fromEntries(await Promise.all(busy.map(async (t) => [t, (await tables.state(t)).version] as const)));
+    const advanced = await secondsUntilEach('every busy table merging on v2 alone', busy, Date.now(), 120_000, async (t) => (await tables.state(t)).version > before[t]!);
     console.log(`[upgrade] first commit on v2 alone after (s): ${JSON.stringify(advanced)}`);
   }, 15 * 60_000);
 
