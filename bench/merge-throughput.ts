@@ -29,7 +29,7 @@ import { conditionalUpsert, openLanceTable, openOrCreateLanceTable } from '../sr
 import { tableFromRows, withSeqColumn } from '../src/storage/records';
 import { generateRows } from '../src/writer';
 import { formatPhases, formatTimeline, phasesOf, type Phases } from './phases';
-import { benchS3, benchServer, collectGarbage, cpuSeconds, minorFaults, peakRssBytes, resetPeakRss, rssBytes, startWorkerProcess, stopProcess, threadCpuSeconds } from './support';
+import { benchS3, benchServer, collectGarbage, cpuSeconds, firstTouchMicros, minorFaults, peakRssBytes, resetPeakRss, rssBytes, startWorkerProcess, stopProcess, threadCpuSeconds, threadMinorFaults } from './support';
 
 const { values: opt } = parseArgs({
   options: {
@@ -83,6 +83,8 @@ interface Result {
   method: string;
   rows: number;
   secs: number;
+  /** Minor page faults of the process that did the merging (B1, B2). */
+  faults?: number | null;
   note?: string;
 }
 
@@ -94,21 +96,32 @@ interface CpuUse {
   workerFaults: number | null;
   server: number | null;
   bench: number;
+  /** The writers' (this process's) minor page faults. */
+  benchFaults: number | null;
   /** The worker's CPU seconds by thread name, busiest first. */
   workerThreads: [string, number][];
+  /** The worker's minor page faults by thread name, most first. */
+  workerThreadFaults: [string, number][];
 }
 
 /** CPU seconds each process spent since `at`: whether A was bound by the 2 cores or by waiting. */
 function cpuDuring(at: CpuMark, workerPid: number, serverPid: number | undefined): CpuUse {
   const since = (now: number | null, then: number | null): number | null => (now === null || then === null ? null : now - then);
   const b = process.cpuUsage(at.bench);
-  const threads = [...threadCpuSeconds(workerPid)].map(([name, s]): [string, number] => [name, s - (at.workerThreads.get(name) ?? 0)]);
+  // Per thread name, what grew since `then`, at least `min`, most first.
+  const byThreadSince = (now: Map<string, number>, then: Map<string, number>, min: number): [string, number][] =>
+    [...now]
+      .map(([name, n]): [string, number] => [name, n - (then.get(name) ?? 0)])
+      .filter(([, n]) => n >= min)
+      .sort((x, y) => y[1] - x[1]);
   return {
     worker: since(cpuSeconds(workerPid), at.worker),
     workerFaults: since(minorFaults(workerPid), at.workerFaults),
     server: serverPid === undefined ? null : since(cpuSeconds(serverPid), at.server),
     bench: (b.user + b.system) / 1e6,
-    workerThreads: threads.filter(([, s]) => s >= 0.005).sort((x, y) => y[1] - x[1]),
+    benchFaults: since(minorFaults(process.pid), at.benchFaults),
+    workerThreads: byThreadSince(threadCpuSeconds(workerPid), at.workerThreads, 0.005),
+    workerThreadFaults: byThreadSince(threadMinorFaults(workerPid), at.workerThreadFaults, 1),
   };
 }
 
@@ -116,16 +129,20 @@ interface CpuMark {
   worker: number | null;
   workerFaults: number | null;
   workerThreads: Map<string, number>;
+  workerThreadFaults: Map<string, number>;
   server: number | null;
   bench: NodeJS.CpuUsage;
+  benchFaults: number | null;
 }
 
 const cpuMark = (workerPid: number, serverPid: number | undefined): CpuMark => ({
   worker: cpuSeconds(workerPid),
   workerFaults: minorFaults(workerPid),
   workerThreads: threadCpuSeconds(workerPid),
+  workerThreadFaults: threadMinorFaults(workerPid),
   server: serverPid === undefined ? null : cpuSeconds(serverPid),
   bench: process.cpuUsage(),
+  benchFaults: minorFaults(process.pid),
 });
 
 interface RunA {
@@ -226,6 +243,7 @@ function dedup(tables: ArrowTable[]): ArrowTable | null {
 async function direct(root: string, method: string, gens: Map<string, ArrowTable[]>, total: number, perShard: boolean): Promise<Result> {
   collectGarbage();
   const cpu0 = process.cpuUsage();
+  const faults0 = minorFaults(process.pid);
   const t0 = performance.now();
   const first = withSeqColumn(gens.get(SHARDS[0]!)![0]!, 1, KEY);
   const tbl = await openOrCreateLanceTable(root, TABLE, KEY, first.schema);
@@ -245,8 +263,9 @@ async function direct(root: string, method: string, gens: Map<string, ArrowTable
   }
   const secs = seconds(t0);
   const cpu = process.cpuUsage(cpu0);
+  const faults = faults0 === null ? null : minorFaults(process.pid)! - faults0;
   tbl.close();
-  return { method, rows: total, secs, note: `${merges} mergeInserts, ${((cpu.user + cpu.system) / 1e6).toFixed(2)} CPU s` };
+  return { method, rows: total, secs, faults, note: `${merges} mergeInserts, ${((cpu.user + cpu.system) / 1e6).toFixed(2)} CPU s, ${faults ?? '?'} page faults` };
 }
 
 /** Every row as one string, sorted by key: equal arrays mean equal tables. */
@@ -288,6 +307,8 @@ async function main(): Promise<void> {
     const gens = new Map(SHARDS.map((s) => [s, Array.from({ length: GENERATIONS }, (_, g) => genRows(s, g))]));
     const total = SHARDS.length * GENERATIONS * ROWS;
     console.log(`merge throughput: ${SHARDS.length} shards x ${GENERATIONS} generations x ${ROWS} rows = ${total} rows (overlapping keys), ${os.cpus().length} cores, storage ${base}`);
+    const touchUs = firstTouchMicros();
+    console.log(`first touch of a fresh 4 KiB page here: ${touchUs.toFixed(1)} us`);
 
     const a = await throughWorkflow(tmp, base, gens, total);
     console.log(`A  done in ${a.result.secs.toFixed(2)} s (${a.result.note})`);
@@ -316,7 +337,11 @@ async function main(): Promise<void> {
     const f = (x: number | null) => (x === null ? '?' : `${x.toFixed(2)} s`);
     const busy = [a.cpu.worker, a.cpu.server, a.cpu.bench].reduce<number>((t, x) => t + (x ?? 0), 0);
     console.log(`CPU during A (${a.result.secs.toFixed(2)} s wall, ${os.cpus().length} cores): worker ${f(a.cpu.worker)}, server ${f(a.cpu.server)}, writers ${f(a.cpu.bench)}: ${(busy / a.result.secs).toFixed(2)} cores busy; worker page faults ${a.cpu.workerFaults ?? '?'}`);
+    // Fresh memory is a CPU cost of its own where first touches are dear: what each side paid for it.
+    const faultSecs = (n: number | null | undefined) => (n === null || n === undefined ? '?' : `~${((n * touchUs) / 1e6).toFixed(2)} s`);
+    console.log(`page faults (x ${touchUs.toFixed(1)} us): A's worker ${a.cpu.workerFaults ?? '?'} (${faultSecs(a.cpu.workerFaults)}), A's writers ${a.cpu.benchFaults ?? '?'} (${faultSecs(a.cpu.benchFaults)}), B1 ${b1.faults ?? '?'} (${faultSecs(b1.faults)})`);
     console.log(`worker CPU by thread: ${a.cpu.workerThreads.map(([name, s]) => `${name} ${s.toFixed(2)} s`).join(', ')}`);
+    console.log(`worker page faults by thread: ${a.cpu.workerThreadFaults.map(([name, n]) => `${name} ${n}`).join(', ')}`);
     console.log(`\ncontent check: ${ok ? 'PASS' : 'FAIL'}`);
     process.exitCode = ok ? 0 : 1;
   } finally {

@@ -110,12 +110,8 @@ function procStat(pid: number, file = `/proc/${pid}/stat`): string[] | null {
   }
 }
 
-/**
- * CPU seconds so far of each thread of a live process, summed by thread name (Node's
- * main and workflow threads, V8's GC helpers, tokio's runtimes under Lance and the
- * Temporal core, libuv's pool): which part of a worker a run kept busy.
- */
-export function threadCpuSeconds(pid: number): Map<string, number> {
+/** `read` of each thread's stat fields of a live process, summed by thread name. */
+function perThread(pid: number, read: (fields: string[]) => number): Map<string, number> {
   const out = new Map<string, number>();
   let tids: string[];
   try {
@@ -131,10 +127,20 @@ export function threadCpuSeconds(pid: number): Map<string, number> {
       continue;
     }
     const f = procStat(pid, `/proc/${pid}/task/${tid}/stat`);
-    if (f) out.set(name, (out.get(name) ?? 0) + (Number(f[11]) + Number(f[12])) / 100);
+    if (f) out.set(name, (out.get(name) ?? 0) + read(f));
   }
   return out;
 }
+
+/**
+ * CPU seconds so far of each thread of a live process, summed by thread name (Node's
+ * main and workflow threads, V8's GC helpers, tokio's runtimes under Lance and the
+ * Temporal core, libuv's pool): which part of a worker a run kept busy.
+ */
+export const threadCpuSeconds = (pid: number): Map<string, number> => perThread(pid, (f) => (Number(f[11]) + Number(f[12])) / 100);
+
+/** Minor page faults so far of each thread of a live process, by thread name: which part of a worker touched fresh memory. */
+export const threadMinorFaults = (pid: number): Map<string, number> => perThread(pid, (f) => Number(f[7]));
 
 /** CPU seconds (user + system) a live process has used so far, from /proc (clock ticks of 1/100 s). */
 export function cpuSeconds(pid: number): number | null {
@@ -145,11 +151,24 @@ export function cpuSeconds(pid: number): number | null {
 
 /**
  * Minor page faults so far (field 10): each is a page touched for the first time since
- * the process got it from the kernel, ~4 us apiece on these VMs (bench/README.md).
+ * the process got it from the kernel; what one costs varies by host (firstTouchMicros).
  */
 export function minorFaults(pid: number): number | null {
   const fields = procStat(pid);
   return fields ? Number(fields[7]) : null;
+}
+
+/**
+ * Microseconds to first touch one 4 KiB page of fresh memory in this process: a probe of
+ * `mibs` MiB, written one byte per page. On VMs whose freed memory goes back to the host
+ * (a balloon's free page reporting) every process pays it again for every page it has
+ * not touched before, so a cold process's fresh memory is a CPU cost of its own.
+ */
+export function firstTouchMicros(mibs = 64): number {
+  const t0 = performance.now();
+  const buf = Buffer.allocUnsafeSlow(mibs * 2 ** 20);
+  for (let i = 0; i < buf.length; i += 4096) buf[i] = 1;
+  return ((performance.now() - t0) * 1000) / (buf.length / 4096);
 }
 
 export const mib = (bytes: number | null): string => (bytes === null ? 'unknown' : `${(bytes / 2 ** 20).toFixed(1)} MiB`);

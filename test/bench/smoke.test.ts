@@ -30,6 +30,9 @@ test('merge-throughput: A equals B1 row for row, and the phase report is printed
   expect(out).toMatch(/^A +Turnstile \(workflow\) +1200 +[\d.]+ +\d+ +[\d.]+x/m);
   for (const phase of ['seal (per generation', 'demand signal -> preparation started', 'commit: Lance mergeInsert', 'turn handoff', 'workflow task started -> completed']) expect(out).toContain(phase);
   expect(out).toMatch(/worker peak RSS [\d.]+ MiB for [\d.]+ MiB of generations merged/);
+  expect(out).toMatch(/^first touch of a fresh 4 KiB page here: [\d.]+ us$/m);
+  expect(out).toMatch(/^page faults \(x [\d.]+ us\): A's worker \d+ \(~[\d.]+ s\), A's writers \d+ \(~[\d.]+ s\), B1 \d+ \(~[\d.]+ s\)$/m);
+  expect(out).toMatch(/^worker page faults by thread: .*\d/m);
 });
 
 test('writer-ceiling: seals and raw writes of the same bytes, side by side', async () => {
