@@ -27,7 +27,7 @@ import { generateRows } from '../src/writer';
 import { activityRunsOf, ms } from '../test/support/history';
 import { stat, workflowTaskLatencies } from './phases';
 import { liveRecords } from '../src/worker/registry';
-import { benchServer, cpuSeconds, mib, minorFaults, peakRssBytes, peakRssPerByte, startWorkerProcess, stopProcess } from './support';
+import { benchServer, cpuSeconds, mib, minorFaults, peakRssBytes, peakRssPerByte, startWorkerProcess, stopProcess, threadCpuSeconds } from './support';
 import { sleep } from '../src/util/sleep';
 
 const E = temporal.api.enums.v1.EventType;
@@ -193,7 +193,12 @@ async function main(): Promise<void> {
       busyByMinute.push(((now.cpu - lastCpu.cpu) / ((now.at - lastCpu.at) / 1000)).toFixed(2));
       lastCpu = now;
     }, 60_000);
-    const cpuCounters = () => ({ server: server ? cpuSeconds(server.pid) : null, workers: workers.map((w) => cpuSeconds(w.pid!)), faults: workers.map((w) => minorFaults(w.pid!)) });
+    const cpuCounters = () => ({
+      server: server ? cpuSeconds(server.pid) : null,
+      workers: workers.map((w) => cpuSeconds(w.pid!)),
+      faults: workers.map((w) => minorFaults(w.pid!)),
+      threads: workers.map((w) => threadCpuSeconds(w.pid!)),
+    });
     let cpu0 = cpuCounters();
     // The measured window starts after the warm-up: its CPU from then on.
     const warmedUp = sleep(WARM_MS).then(() => {
@@ -257,7 +262,7 @@ async function main(): Promise<void> {
     await warmedUp;
     const runSecs = (performance.now() - startAt - WARM_MS) / 1000;
     const benchCpu = process.cpuUsage(bench0);
-    const cpu1 = { server: server ? cpuSeconds(server.pid) : null, workers: workers.map((w) => cpuSeconds(w.pid!)), faults: workers.map((w) => minorFaults(w.pid!)) };
+    const cpu1 = cpuCounters();
 
     // Workflow task timeouts/failures and history sizes, from every table's history.
     let wftFailures = 0;
@@ -345,6 +350,13 @@ async function main(): Promise<void> {
       const faults = d(cpu0.faults[i] ?? null, cpu1.faults[i] ?? null);
       console.log(`worker ${i + 1}: CPU ${c === null ? 'unknown' : `${c.toFixed(1)} s (${((100 * c) / runSecs).toFixed(0)}% of one core)`}, ${peakRssPerByte(w.pid!, sealedBytes)}, page faults ${faults ?? 'unknown'}`);
     });
+    // Which part of the workers a seal keeps busy: the workflow thread, the activities' JavaScript, Lance's and the SDK core's runtimes.
+    const byThread = new Map<string, number>();
+    cpu1.threads.forEach((now, i) => {
+      for (const [name, secs] of now) byThread.set(name, (byThread.get(name) ?? 0) + secs - (cpu0.threads[i]?.get(name) ?? 0));
+    });
+    const threadLine = [...byThread].filter(([, secs]) => secs > 0).sort((a, b) => b[1] - a[1]).map(([name, secs]) => `${name} ${((1000 * secs) / Math.max(1, sealed)).toFixed(1)}`);
+    console.log(`workers' CPU per seal by thread (ms): ${threadLine.join(', ')}`);
     // Admission as each worker last recorded it: a unit that took a claim without the
     // SDK's mark waited MARK_WAIT_MS first (memory-ledger.ts), so it must stay 0.
     for (const r of await liveRecords(root)) {

@@ -12,7 +12,9 @@ import { stat } from './phases';
 // each size upserted alternately through the index and by scan (Turnstile's conditional
 // upsert: last writer by `_seq` wins), half of each batch's keys in the table and half
 // new. Prints CPU (this process, Lance's threads included) and wall time per join, the
-// scan/index CPU ratio, and which join mergeJoin chooses and whether it was the cheaper.
+// scan/index CPU ratio, and which join mergeJoin chooses and whether it was the cheaper;
+// beside them the CPU of appending as many new rows with no join at all, what the join
+// costs over writing the rows.
 // Ends with a content check: every key once, with its newest `_seq`.
 //
 //   npx tsx bench/merge-join.ts [--tables 20000,200000,2000000] [--batches 100,1000,10000,100000] [--runs 6]
@@ -37,8 +39,8 @@ async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-bench-join-'));
   const db = await lancedb.connect(dir);
   console.log(`merge join: index or scan, ${RUNS} runs of each, ${os.cpus().length} cores`);
-  console.log('| table rows | batch rows | CPU index / scan (ms) | wall index / scan (ms) | scan / index CPU | chosen | cheaper |');
-  console.log('| --- | --- | --- | --- | --- | --- | --- |');
+  console.log('| table rows | batch rows | CPU index / scan (ms) | wall index / scan (ms) | scan / index CPU | chosen | cheaper | CPU of an append (ms) |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
   let seq = 1;
   let checked = true;
   for (const n of TABLES) {
@@ -47,7 +49,7 @@ async function main(): Promise<void> {
     await tbl.createIndex('id', { config: lancedb.Index.btree() });
     let next = n; // keys from here on are new
     for (const b of BATCHES.filter((b) => b < n)) {
-      const cpu = { index: [] as number[], scan: [] as number[] };
+      const cpu = { index: [] as number[], scan: [] as number[], append: [] as number[] };
       const wall = { index: [] as number[], scan: [] as number[] };
       for (let r = 0; r < RUNS; r++) {
         for (const join of ['index', 'scan'] as const) {
@@ -62,11 +64,17 @@ async function main(): Promise<void> {
           const c = process.cpuUsage(c0);
           cpu[join].push((c.user + c.system) / 1000);
         }
+        const fresh = rows(range(next, b), ++seq);
+        next += b;
+        const c0 = process.cpuUsage();
+        await tbl.add(fresh);
+        const c = process.cpuUsage(c0);
+        cpu.append.push((c.user + c.system) / 1000);
       }
       const [ci, cs] = [median(cpu.index), median(cpu.scan)];
       const chosen = mergeJoin(b, await tbl.countRows(), true);
       const cheaper = ci <= cs ? 'index' : 'scan';
-      console.log(`| ${n.toLocaleString('en')} | ${b.toLocaleString('en')} | ${ci.toFixed(1)} / ${cs.toFixed(1)} | ${median(wall.index).toFixed(1)} / ${median(wall.scan).toFixed(1)} | ${(cs / ci).toFixed(2)}x | ${chosen} | ${chosen === cheaper ? 'yes' : `no (${cheaper})`} |`);
+      console.log(`| ${n.toLocaleString('en')} | ${b.toLocaleString('en')} | ${ci.toFixed(1)} / ${cs.toFixed(1)} | ${median(wall.index).toFixed(1)} / ${median(wall.scan).toFixed(1)} | ${(cs / ci).toFixed(2)}x | ${chosen} | ${chosen === cheaper ? 'yes' : `no (${cheaper})`} | ${median(cpu.append).toFixed(1)} |`);
     }
     const count = await tbl.countRows();
     const distinct = (await tbl.query().select(['id']).toArray()).length;

@@ -126,6 +126,8 @@ function perThread(pid: number, read: (fields: string[]) => number): Map<string,
     } catch {
       continue;
     }
+    // Node names every thread it starts after itself: the main one at least is told apart.
+    if (tid === String(pid)) name = `${name} (main)`;
     const f = procStat(pid, `/proc/${pid}/task/${tid}/stat`);
     if (f) out.set(name, (out.get(name) ?? 0) + read(f));
   }
