@@ -27,7 +27,7 @@ import { generateRows } from '../src/writer';
 import { activityRunsOf, ms } from '../test/support/history';
 import { stat, workflowTaskLatencies } from './phases';
 import { liveRecords } from '../src/worker/registry';
-import { benchServer, cpuSeconds, mib, minorFaults, peakRssBytes, peakRssPerByte, startWorkerProcess, stopProcess, threadCpuSeconds } from './support';
+import { benchServer, cpuSeconds, mib, minorFaults, peakRssBytes, peakRssPerByte, startWorkerProcess, stopProcess, threadCpuSeconds, threadsSince } from './support';
 import { sleep } from '../src/util/sleep';
 
 const E = temporal.api.enums.v1.EventType;
@@ -353,7 +353,7 @@ async function main(): Promise<void> {
     // Which part of the workers a seal keeps busy: the workflow thread, the activities' JavaScript, Lance's and the SDK core's runtimes.
     const byThread = new Map<string, number>();
     cpu1.threads.forEach((now, i) => {
-      for (const [name, secs] of now) byThread.set(name, (byThread.get(name) ?? 0) + secs - (cpu0.threads[i]?.get(name) ?? 0));
+      for (const [name, secs] of threadsSince(now, cpu0.threads[i] ?? new Map())) byThread.set(name, (byThread.get(name) ?? 0) + secs);
     });
     const threadLine = [...byThread].filter(([, secs]) => secs > 0).sort((a, b) => b[1] - a[1]).map(([name, secs]) => `${name} ${((1000 * secs) / Math.max(1, sealed)).toFixed(1)}`);
     console.log(`workers' CPU per seal by thread (ms): ${threadLine.join(', ')}`);

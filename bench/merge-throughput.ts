@@ -29,7 +29,7 @@ import { conditionalUpsert, openLanceTable, openOrCreateLanceTable } from '../sr
 import { tableFromRows, withSeqColumn } from '../src/storage/records';
 import { generateRows } from '../src/writer';
 import { formatPhases, formatTimeline, phasesOf, type Phases } from './phases';
-import { benchS3, benchServer, collectGarbage, cpuSeconds, firstTouchMicros, minorFaults, peakRssBytes, resetPeakRss, rssBytes, startWorkerProcess, stopProcess, threadCpuSeconds, threadMinorFaults } from './support';
+import { benchS3, benchServer, collectGarbage, cpuSeconds, firstTouchMicros, minorFaults, peakRssBytes, resetPeakRss, rssBytes, startWorkerProcess, stopProcess, threadCpuSeconds, threadMinorFaults, threadsSince } from './support';
 
 const { values: opt } = parseArgs({
   options: {
@@ -108,20 +108,14 @@ interface CpuUse {
 function cpuDuring(at: CpuMark, workerPid: number, serverPid: number | undefined): CpuUse {
   const since = (now: number | null, then: number | null): number | null => (now === null || then === null ? null : now - then);
   const b = process.cpuUsage(at.bench);
-  // Per thread name, what grew since `then`, at least `min`, most first.
-  const byThreadSince = (now: Map<string, number>, then: Map<string, number>, min: number): [string, number][] =>
-    [...now]
-      .map(([name, n]): [string, number] => [name, n - (then.get(name) ?? 0)])
-      .filter(([, n]) => n >= min)
-      .sort((x, y) => y[1] - x[1]);
   return {
     worker: since(cpuSeconds(workerPid), at.worker),
     workerFaults: since(minorFaults(workerPid), at.workerFaults),
     server: serverPid === undefined ? null : since(cpuSeconds(serverPid), at.server),
     bench: (b.user + b.system) / 1e6,
     benchFaults: since(minorFaults(process.pid), at.benchFaults),
-    workerThreads: byThreadSince(threadCpuSeconds(workerPid), at.workerThreads, 0.005),
-    workerThreadFaults: byThreadSince(threadMinorFaults(workerPid), at.workerThreadFaults, 1),
+    workerThreads: threadsSince(threadCpuSeconds(workerPid), at.workerThreads, 0.005),
+    workerThreadFaults: threadsSince(threadMinorFaults(workerPid), at.workerThreadFaults, 1),
   };
 }
 

@@ -144,6 +144,13 @@ export const threadCpuSeconds = (pid: number): Map<string, number> => perThread(
 /** Minor page faults so far of each thread of a live process, by thread name: which part of a worker touched fresh memory. */
 export const threadMinorFaults = (pid: number): Map<string, number> => perThread(pid, (f) => Number(f[7]));
 
+/** Per thread name, what grew from `then` to `now` (two readings of the above), at least `min`, most first. */
+export const threadsSince = (now: Map<string, number>, then: Map<string, number>, min = 0): [string, number][] =>
+  [...now]
+    .map(([name, n]): [string, number] => [name, n - (then.get(name) ?? 0)])
+    .filter(([, n]) => n >= min)
+    .sort((x, y) => y[1] - x[1]);
+
 /** CPU seconds (user + system) a live process has used so far, from /proc (clock ticks of 1/100 s). */
 export function cpuSeconds(pid: number): number | null {
   const fields = procStat(pid);
