@@ -84,6 +84,13 @@ function keep(pool: Pool, buf: Buffer): void {
   while (held > KEEP_BYTES) held -= free.shift()!.byteLength;
 }
 
+/**
+ * The most a process keeps between uses, all pools together (scratch, shared scratch,
+ * carried): memory outside the budget of a worker's units, part of its baseline once it
+ * has merged (docs/operations.md, "Memory: admission by reserved bytes").
+ */
+export const KEPT_BYTES_MAX = 3 * KEEP_BYTES;
+
 /** Bytes of scratch currently kept for reuse (tests). */
 export const scratchKeptBytes = (): number => [...plain.free, ...shared.free].reduce((n, b) => n + b.byteLength, 0);
 

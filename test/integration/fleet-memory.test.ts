@@ -9,6 +9,7 @@ import { MergeWaiter } from '../../src/client/merge-waiter';
 import { shardNames } from '../../src/messages/names';
 import { liveRecords } from '../../src/worker/registry';
 import { maxBatchBytes } from '../../activities/memory-reservations';
+import { KEPT_BYTES_MAX } from '../../src/storage/scratch';
 import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';
 import { expectRowsExactly } from '../support/expect-exact';
 import { newestPerKey } from '../support/lance-read';
@@ -19,7 +20,9 @@ import { sleep } from '../../src/util/sleep';
 // worker` processes with TURNSTILE_WORKER_MEMORY=1GiB merge 20 tables whose merge units
 // reserve ~400 MiB each (34 MiB of generations, x10 + 64 MiB for the commit). Each
 // worker's peak RSS (VmHWM, which the kernel tracks itself) must stay within its budget
-// plus its idle baseline; one worker is SIGKILLed mid-run and the survivor finishes;
+// plus its baseline: the idle process before any merge, and the memory a worker keeps
+// between merges for the next one (scratch.ts, at most KEPT_BYTES_MAX), which is outside
+// the budget by design; one worker is SIGKILLed mid-run and the survivor finishes;
 // every table ends exact, and its backlog was merged in more than one batch (3
 // generations of ~17 MiB do not fit one batch of maxBatchBytes ~38.4 MiB).
 
@@ -68,6 +71,47 @@ async function startWorker(extraEnv: Record<string, string> = {}): Promise<{ chi
   return { child, out: () => out };
 }
 
+/**
+ * Samples each worker's RSS every 250 ms with what its registry record (rewritten every
+ * 2 s) says it holds: when a peak is over the bound, the assertion names what ran then.
+ */
+function sampleRss(pids: number[]): { stop: () => Promise<Map<number, string>> } {
+  const highest = new Map<number, { rss: number; at: number; held: string }>();
+  const t0 = Date.now();
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const records = await liveRecords(h.dataRoot).catch(() => []);
+      let alive = 0;
+      for (const pid of pids) {
+        const rss = (() => {
+          try {
+            return vm(pid, 'VmRSS');
+          } catch {
+            return NaN; // exited
+          }
+        })();
+        if (Number.isNaN(rss)) continue;
+        alive++;
+        if (rss <= (highest.get(pid)?.rss ?? 0)) continue;
+        const rec = records.find((r) => r.pid === pid);
+        const units = (rec?.running ?? []).filter((x) => x.activity !== 'poll').map((x) => `${x.activity} ${x.unit ?? x.id} ${(x.bytes / 2 ** 20).toFixed(0)} MiB`);
+        highest.set(pid, { rss, at: (Date.now() - t0) / 1000, held: rec ? `reserved ${(rec.reservedBytes / 2 ** 20).toFixed(0)} MiB: ${units.join(', ') || 'no unit'}` : 'no record' });
+      }
+      // Once every worker is gone (a failed test's afterAll kills them) the loop ends by itself.
+      if (alive === 0) break;
+      await sleep(250);
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+      return new Map([...highest].map(([pid, x]) => [pid, `highest sampled RSS ${(x.rss / 2 ** 20).toFixed(0)} MiB at +${x.at.toFixed(1)} s, ${x.held}`]));
+    },
+  };
+}
+
 /** Seals `gens` generations into each of `count` new one-shard tables and starts their workflows. */
 async function sealedTables(prefix: string, count: number, gens: number, policy: object): Promise<{ names: string[]; sealed: Map<string, number> }> {
   const names = Array.from({ length: count }, (_, t) => uniqueName(`${prefix}${t}`));
@@ -109,6 +153,7 @@ test('two 1 GiB workers merge 20 tables of ~400 MiB units within their budgets; 
   // The idle baseline: the workers are up and polling, no table exists yet.
   await sleep(1500);
   const baseline = new Map(workers.map((w) => [w.pid!, vm(w.pid!, 'VmRSS')]));
+  const sampler = sampleRss(workers.map((w) => w.pid!));
 
   const names = Array.from({ length: TABLES }, (_, t) => uniqueName(`fleet${t}`));
   const shard = shardNames(1)[0]!;
@@ -163,6 +208,7 @@ test('two 1 GiB workers merge 20 tables of ~400 MiB units within their budgets; 
   for (const name of names) await waiter.wait(name, shard, sealed.get(name)!);
   phase('all merged');
   const peakOfSurvivor = vm(a.child.pid!, 'VmHWM');
+  const atPeak = await sampler.stop();
   const merges: number[] = [];
   let headroomWaits = 0;
   for (const [t, name] of names.entries()) {
@@ -185,9 +231,10 @@ test('two 1 GiB workers merge 20 tables of ~400 MiB units within their budgets; 
   console.log(
     `fleet-memory: generation ${(generationBytes / 2 ** 20).toFixed(1)} MiB; ` +
       report.map((w) => `${w.worker}: peak RSS ${(w.peak / 2 ** 20).toFixed(0)} MiB = ${((w.peak / BUDGET) * 100).toFixed(0)}% of the 1024 MiB budget (idle baseline ${(w.baseline / 2 ** 20).toFixed(0)} MiB)`).join('; ') +
-      `; merges per table ${Math.min(...merges)}..${Math.max(...merges)}; commits that gave the turn back for want of headroom: ${headroomWaits}`,
+      `; merges per table ${Math.min(...merges)}..${Math.max(...merges)}; commits that gave the turn back for want of headroom: ${headroomWaits}; ` +
+      report.map((w) => `${w.worker}: ${atPeak.get(w.pid)}`).join('; '),
   );
-  for (const w of report) expect(w.peak, `${w.worker} peak RSS`).toBeLessThanOrEqual(BUDGET + w.baseline);
+  for (const w of report) expect(w.peak, `${w.worker} peak RSS (${atPeak.get(w.pid)})`).toBeLessThanOrEqual(BUDGET + w.baseline + KEPT_BYTES_MAX);
 }, 600_000);
 
 test('SIGTERM drains a worker within worker.shutdownGraceSecs; its units hand over to the other worker and every table ends exact', async () => {
