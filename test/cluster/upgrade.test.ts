@@ -4,7 +4,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Client } from '@temporalio/client';
-import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { clusterDown, clusterUp } from '../../src/cluster/cluster';
 import type { ClusterState } from '../../src/cluster/state';
@@ -22,7 +21,7 @@ import type { UpgradeStatus } from '../../src/cli/upgrade';
 import { expectMergedExactly } from '../support/expect-exact';
 import { chainHistories } from '../support/history';
 import { Load } from '../support/load';
-import { buildIdOfHistory, nextRelease, pinnedBuildId, thisRelease, type Release } from '../support/releases';
+import { nextRelease, pinnedBuildId, replayByRelease, thisRelease, type NamedRun, type Release } from '../support/releases';
 import { findTool, POSTGRES, skipWithout } from '../support/tools';
 import { clusterBinaries } from './cluster-bins';
 import { sleep } from '../../src/util/sleep';
@@ -176,37 +175,21 @@ describe('a blue-green upgrade of the table workflow on the local cluster', () =
   test('every table exact; no nondeterminism; every run replays on its own version, and the v2 runs not on v1', async () => {
     for (const l of loads.values()) await l.stop();
     for (const [t, l] of loads) await expectMergedExactly({ client, dataRoot: state.dataRoot }, t, l, ['s0', 's1']);
-    const bundles: Record<string, Release> = { [v1.buildId]: v1, [v2.buildId]: v2 };
     const failures: string[] = [];
-    const seen: Record<string, number> = {};
-    let v2RunsWithCommits = 0;
+    const runs: NamedRun[] = [];
     for (const t of names) {
       for (const [i, h] of (await chainHistories(client, workflowIdForTable(t))).entries()) {
         const id = `${t}#${i + 1}`;
+        runs.push({ id, history: h });
         for (const e of h.events ?? []) {
           const cause = e.workflowTaskFailedEventAttributes?.cause;
           if (cause != null && String(cause).includes('NON_DETERMINISTIC') ) failures.push(`${id}: nondeterminism at event ${String(e.eventId)}`);
           if (e.workflowTaskFailedEventAttributes && (e.workflowTaskFailedEventAttributes.failure?.message ?? '').includes('TMPRL1100')) failures.push(`${id}: TMPRL1100 at event ${String(e.eventId)}`);
         }
-        const buildId = buildIdOfHistory(h);
-        if (buildId === null || !bundles[buildId]) {
-          failures.push(`${id}: run of unknown version ${buildId}`);
-          continue;
-        }
-        seen[buildId] = (seen[buildId] ?? 0) + 1;
-        try {
-          await Worker.runReplayHistory({ workflowBundle: { code: bundles[buildId].code }, replayName: `own-${id}` }, h);
-        } catch (e) {
-          failures.push(`${id} (${buildId}): ${String(e).slice(0, 300)}`);
-        }
-        const commits = (h.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'commitMerge').length;
-        if (buildId === v2.buildId && commits > 0) {
-          v2RunsWithCommits++;
-          const wrong = await Worker.runReplayHistory({ workflowBundle: { code: v1.code }, replayName: `cross-${id}` }, h).then(() => null, (e: unknown) => String(e));
-          if (wrong === null) failures.push(`${id}: a v2 run with commits replayed on v1 (the releases do not differ)`);
-        }
       }
     }
+    const { failures: replayFailures, seen, crossChecked: v2RunsWithCommits } = await replayByRelease(runs, v2, v1);
+    failures.push(...replayFailures);
     console.log(`[upgrade] runs per version: ${JSON.stringify(seen)}; v2 runs with commits: ${v2RunsWithCommits}`);
     expect(failures).toEqual([]);
     expect(seen[v1.buildId]).toBeGreaterThan(names.length);

@@ -4,13 +4,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
-import { Worker } from '@temporalio/worker';
 import { afterAll, expect, inject, test } from 'vitest';
 import { PROJECT_ROOT } from '../../src/util/project-paths';
 import { workflowIdForTable } from '../../src/messages/names';
 import { keptBundles } from '../../src/worker/kept-bundles';
 import { chainHistories } from '../support/history';
-import { buildIdOfHistory, nextRelease, pinnedBuildId, thisRelease, type Release } from '../support/releases';
+import { nextRelease, pinnedBuildId, replayByRelease, thisRelease, type NamedRun, type Release } from '../support/releases';
 import { sleep } from '../../src/util/sleep';
 
 // `npm start`, stopped, a `git pull` of a release whose table workflow changed, and
@@ -107,25 +106,9 @@ test('after a release with a changed table workflow, dev keeps the old one until
 
     // Every run replays on the release that ran it, and the new release's runs that
     // committed fail on the old one's code: the change was one a patch gate would have needed.
-    const bundles: Record<string, Release> = { [v1.buildId]: v1, [v2.buildId]: v2 };
-    const failures: string[] = [];
-    let crossChecked = 0;
-    for (const t of ['up0', 'up1']) {
-      for (const [i, h] of (await chainHistories(client, workflowIdForTable(t))).entries()) {
-        const own = bundles[buildIdOfHistory(h) ?? ''];
-        if (!own) {
-          failures.push(`${t}#${i + 1}: unknown version ${buildIdOfHistory(h)}`);
-          continue;
-        }
-        await Worker.runReplayHistory({ workflowBundle: { code: own.code }, replayName: `${t}-${i}` }, h).catch((e: unknown) => failures.push(`${t}#${i + 1}: ${String(e).slice(0, 300)}`));
-        const commits = (h.events ?? []).some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'commitMerge');
-        if (own === v2 && commits) {
-          crossChecked++;
-          const ok = await Worker.runReplayHistory({ workflowBundle: { code: v1.code }, replayName: `${t}-${i}-cross` }, h).then(() => true, () => false);
-          if (ok) failures.push(`${t}#${i + 1}: replays on the old release too`);
-        }
-      }
-    }
+    const runs: NamedRun[] = [];
+    for (const t of ['up0', 'up1']) for (const [i, history] of (await chainHistories(client, workflowIdForTable(t))).entries()) runs.push({ id: `${t}#${i + 1}`, history });
+    const { failures, crossChecked } = await replayByRelease(runs, v2, v1);
     expect(failures).toEqual([]);
     expect(crossChecked).toBeGreaterThan(0);
   } finally {
