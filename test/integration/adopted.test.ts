@@ -81,6 +81,22 @@ const commitRuns = async (handle: WorkflowHandle, activityId = OPTIMIZE_COMMIT):
 
 const result = (r: ActivityRun): CommitAdoptedResult => r.result as CommitAdoptedResult;
 
+/**
+ * The table's versions. listVersions reads every manifest it listed, and a gc commit of
+ * the still-running worker may prune an old one in between ("not found"): then it lists
+ * again. What was pruned meanwhile was older than the retention, so the check is the same.
+ */
+async function listVersionsSettled(t: { listVersions: () => Promise<{ version: number }[]> }): Promise<{ version: number }[]> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await t.listVersions();
+    } catch (e) {
+      if (attempt >= 5 || !/not found/i.test(String(e))) throw e;
+      await sleep(500);
+    }
+  }
+}
+
 interface Victim {
   identity: string;
   killedAtMs: number;
@@ -377,7 +393,7 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
       // The final check's time is taken after its listing: a version pruned before the
       // listing was pruned by then, so only versions older than the retention then may be.
       await watcher.stop();
-      const listed = new Set((await fresh.listVersions()).map((v) => v.version));
+      const listed = new Set((await listVersionsSettled(fresh)).map((v) => v.version));
       const finalAt = Date.now();
       const young = [...watcher.seen].filter(([, ts]) => finalAt - ts < POLICY.retentionSecs * 1000);
       const youngGone = young.filter(([v]) => !listed.has(v)).map(([v, ts]) => `v${v} (${((finalAt - ts) / 1000).toFixed(1)} s old)`);
