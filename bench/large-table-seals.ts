@@ -26,7 +26,7 @@ import { createTableMeta } from '../src/storage/generation-store';
 import { openLanceTable } from '../src/storage/lance-table';
 import { activityRuns } from '../test/support/history';
 import { stat } from './phases';
-import { benchServer, startWorkerProcess, stopProcess } from './support';
+import { benchServer, peakRssPerByte, startWorkerProcess, stopProcess } from './support';
 
 const { values: opt } = parseArgs({ options: { 'table-rows': { type: 'string', default: '1000000' }, seals: { type: 'string', default: '30' }, rows: { type: 'string', default: '100' } } });
 const whole = (name: 'table-rows' | 'seals' | 'rows', min: number): number => {
@@ -74,10 +74,13 @@ async function main(): Promise<void> {
       await tables.start({ ...workflowArgsFor(meta), policy: s.policy });
       s.writer = await TableWriter.open(tables, root, s.name);
     }
+    let sealedBytes = 0;
     const seal = async (s: Side, from: number, count: number, tag: string) => {
       const rows = Array.from({ length: count }, (_, i) => ({ id: from + i, value: `${tag} ${from + i}` }));
       for (const r of rows) s.model.set(r.id, r.value);
-      s.lastSeq = (await s.writer!.write('s0', rows)).seq;
+      const sealed = await s.writer!.write('s0', rows);
+      s.lastSeq = sealed.seq;
+      sealedBytes += sealed.bytes;
       await waiter.wait(s.name, 's0', s.lastSeq);
     };
     const t0 = performance.now();
@@ -124,6 +127,8 @@ async function main(): Promise<void> {
       console.log(`| ${s.label} | ${commits.length} | ${joins} | ${median(cpu).toFixed(1)} | ${median(results.map((r) => r.lanceMs ?? NaN)).toFixed(1)} | ${median(commits.map((r) => (r.closedAtMs ?? 0) - (r.startedAtMs ?? 0))).toFixed(1)} | ${((riding + own) / seals).toFixed(1)} | ${all.toFixed(1)} |`);
     }
     console.log(`CPU per seal with maintenance, S / K: ${(total[1]! / total[0]!).toFixed(2)}x`);
+    // One merged before the next is sealed: at most one generation is in flight at a time.
+    console.log(`worker (fill and seals of both tables): ${peakRssPerByte(worker.pid!, sealedBytes)}`);
 
     let ok = true;
     for (const s of sides) {

@@ -10,7 +10,7 @@ import { workflowArgsFor } from '../src/client/table-writer';
 import type { TableWorkflowArgs } from '../workflows';
 import { shardNames } from '../src/messages/names';
 import { createTableMeta } from '../src/storage/generation-store';
-import { benchServer, cpuSeconds, startWorkerProcess, stopProcess } from './support';
+import { benchServer, cpuSeconds, peakRssPerByte, startWorkerProcess, stopProcess } from './support';
 import { stat, workflowTaskLatencies } from './phases';
 import { PROJECT_ROOT } from '../src/util/project-paths';
 
@@ -139,6 +139,8 @@ async function main(): Promise<void> {
       console.log(`${r.mode.name.padEnd(28)} ${String(tasks).padStart(6)} ${cpu.toFixed(2).padStart(13)} ${((cpu * 1000) / tasks).toFixed(2).padStart(12)} ${String(p50).padStart(12)} ${String(p99).padStart(12)}`);
     }
     console.log(`CPU per workflow task, ${MODES[1]!.name} / ${MODES[0]!.name}: ${((perTask[1] as number) / (perTask[0] as number)).toFixed(2)}x`);
+    // The signals announce no generation: the workers' peaks are what their tables' workflows hold.
+    for (const r of runs) console.log(`worker (${r.mode.name}): ${peakRssPerByte(r.pid, 0)}`);
   } finally {
     for (const w of workers) await stopProcess(w);
     await client.connection.close();

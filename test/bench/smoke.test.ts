@@ -100,6 +100,7 @@ test('large-table-seals: a large table gets its key BTREE and both tables end ex
   expect(out).toMatch(/^\| K \(key BTREE when large\) \| 4 \| index( \| [\d.]+){5} \|$/m);
   expect(out).toMatch(/^\| S \(index kind off: scans\) \| 4 \| scan( \| [\d.]+){5} \|$/m);
   expect(out).toMatch(/^CPU per seal with maintenance, S \/ K: [\d.]+x$/m);
+  expect(out).toMatch(/^worker \(fill and seals of both tables\): peak RSS [\d.]+ MiB for [\d.]+ MiB of generations \([\d.]+x\)$/m);
   expect(out).toMatch(/content check: PASS/);
 }, 300_000);
 
@@ -108,6 +109,7 @@ test('workflow-task-cost: both modes counted from the histories, the ratio print
   // Each of the 2 tables took each of the 3 signals in a workflow task of its own or with another.
   for (const mode of ['stack traces on', 'stack traces off \\(default\\)']) expect(out).toMatch(new RegExp(`^${mode} +([2-9]|\\d{2,}) +[\\d.]+ +[\\d.]+ +\\d+ +\\d+$`, 'm'));
   expect(out).toMatch(/^CPU per workflow task, stack traces off \(default\) \/ stack traces on: [\d.]+x$/m);
+  for (const mode of ['stack traces on', 'stack traces off \\(default\\)']) expect(out).toMatch(new RegExp(`^worker \\(${mode}\\): peak RSS [\\d.]+ MiB for 0\\.0 MiB of generations \\(none\\)$`, 'm'));
 });
 
 test('workflow-task-cost --compare watchdog: the worker without the sandbox watchdog serves its tables too', async () => {
