@@ -229,23 +229,25 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
       past.close();
 
       // ---- active ----
-      // The mode is in force once the command returns (its update ran), not when it was
-      // called: under load the command takes seconds, and shadow turns go on meanwhile.
+      // The mode changes while the command runs (its update), which under load takes
+      // seconds: shadow mode until it started (modeCalledAt), active once it returned
+      // (switchAt), either in between. Shadow mode schedules no commit activity, so every
+      // commit scheduled after modeCalledAt is an active one.
+      const compactingTurns = (s: { counters: { turns: { optimize: number; gc: number } } }) => s.counters.turns.optimize + s.counters.turns.gc;
+      const turnsBefore = compactingTurns(await h.tables.status(name));
       const modeCalledAt = Date.now();
       expect(await turnstile(h, 'mode', name, 'active')).toMatch(/mode active/);
       const switchAt = Date.now();
-      const compactingTurns = (s: { counters: { turns: { optimize: number; gc: number } } }) => s.counters.turns.optimize + s.counters.turns.gc;
-      const turnsBefore = compactingTurns(await h.tables.status(name));
       watcher.phase = 'active';
 
       expect(shrank, 'versions of shadow mode that added no rows').toEqual([]);
-      const shadowSamples = watcher.between(0, switchAt);
+      const shadowSamples = watcher.between(0, modeCalledAt);
       const fell = shadowSamples.slice(1).filter((s, i) => s.fragments < shadowSamples[i]!.fragments);
       expect(fell, 'the fragment count fell in shadow mode').toEqual([]);
-      const shadowCommits = (await activityRuns(handle)).filter((r) => r.type === 'commitAdopted' && r.scheduledAtMs < switchAt);
+      const shadowCommits = (await activityRuns(handle)).filter((r) => r.type === 'commitAdopted' && r.scheduledAtMs < modeCalledAt);
       expect(shadowCommits, 'commits scheduled in shadow mode').toEqual([]);
       // Every version of the run until the switch is a writer's commit: their rate.
-      const shadowSecs = (switchAt - shadowAt) / 1000;
+      const shadowSecs = (modeCalledAt - shadowAt) / 1000;
       const commitsPerSec = (walked - shadowFromVersion) / shadowSecs;
       note(
         `shadow ${shadowSecs.toFixed(0)} s: ${shadow.turnstile.perKind.optimize.decided} optimize decisions (none carried out), ${walked - shadowFromVersion} versions, all adding rows (${latest - walked} more not walked), ` +
@@ -258,7 +260,7 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
       // gc prunes through Lance's optimize, which compacts first: whichever kind comes
       // first compacts the backlog, and a gc every few seconds can keep the small
       // fragments under compactAtSmallFragments so that optimize never needs to commit.
-      const compacted = (r: ActivityRun) => r.outcome === 'completed' && r.scheduledAtMs >= switchAt && result(r).fragmentsRemoved > result(r).fragmentsAdded;
+      const compacted = (r: ActivityRun) => r.outcome === 'completed' && r.scheduledAtMs >= modeCalledAt && result(r).fragmentsRemoved > result(r).fragmentsAdded;
       const firstCompaction = await eventually(
         async () => (await compactingRuns(handle)).find(compacted),
         'the first compacting commit in active mode',
@@ -279,11 +281,11 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
       watcher.phase = 'kill';
 
       expect(status.adopted?.mode).toBe('active');
-      const activeRuns = (await compactingRuns(handle)).filter((r) => r.scheduledAtMs >= switchAt && r.closedAtMs !== null && r.closedAtMs <= activeEnd);
+      const activeRuns = (await compactingRuns(handle)).filter((r) => r.scheduledAtMs >= modeCalledAt && r.closedAtMs !== null && r.closedAtMs <= activeEnd);
       const done = activeRuns.filter((r) => r.outcome === 'completed');
       const perKind = (runs: ActivityRun[]) => COMPACTING_COMMITS.map((id) => `${runs.filter((r) => r.activityId === id).length} ${id.replace('commit ', '')}`).join(' + ');
-      const beforeSwitch = watcher.between(0, switchAt).at(-1)!.fragments;
-      const activeMin = Math.min(...watcher.between(switchAt, activeEnd).map((s) => s.fragments));
+      const beforeSwitch = watcher.between(0, modeCalledAt).at(-1)!.fragments;
+      const activeMin = Math.min(...watcher.between(modeCalledAt, activeEnd).map((s) => s.fragments));
       // Once the backlog of shadow mode is compacted, the writers add at most
       // writers * rate fragments a second (each mergeInsert adds one) and a
       // compaction comes at most periodSecs.optimize after the look that found 16 small
@@ -296,7 +298,7 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
       const conflicts = status.counters.commitConflicts;
       note(
         `mode command ${((switchAt - modeCalledAt) / 1000).toFixed(1)} s; active ${((activeEnd - switchAt) / 1000).toFixed(0)} s: fragments ${beforeSwitch} at the switch, ` +
-          `first compaction ${firstCompaction ? `after ${((firstCompaction.closedAtMs! - switchAt) / 1000).toFixed(1)} s` : 'never'}, ` +
+          `first compaction ${firstCompaction ? `${((firstCompaction.closedAtMs! - modeCalledAt) / 1000).toFixed(1)} s after the command started` : 'never'}, ` +
           `then max ${activeMax} (bound ${bound}) min ${activeMin} over ${settled.length} looks; optimize + gc turns ${turnsBefore} -> ${compactingTurns(status)}, ` +
           `compacting commits ${perKind(done)} completed, ${activeRuns.length - done.length} failed; commitConflicts ${JSON.stringify(conflicts)}, ` +
           `conflicts per completed commit ${done.map((r) => result(r).conflicts).join(',')}`,

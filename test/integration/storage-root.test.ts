@@ -33,7 +33,7 @@ function turnstile(env: Record<string, string>, args: string[], cwd = PROJECT_RO
   for (const k of ['TURNSTILE_DATA', 'TEMPORAL_ADDRESS', 'TURNSTILE_TASK_QUEUE', ...AWS_VARS]) delete base[k];
   return new Promise((resolve) => {
     execFile(process.execPath, [BIN, ...args], { env: { ...base, ...env }, cwd, timeout: 90_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr: err?.killed ? `${stderr}[killed by the test after 90 s: turnstile ${args.join(' ')}]` : stderr }),
     );
   });
 }
@@ -131,7 +131,8 @@ describe('workers on S3', () => {
     expect(fs.existsSync(local)).toBe(false);
 
     const run = (...args: string[]) => turnstile({ TEMPORAL_ADDRESS: h.address, TURNSTILE_TASK_QUEUE: h.taskQueue, TURNSTILE_DATA: h.dataRoot, ...s3Env }, args);
-    expect((await run('table', 'create', name, '--key', 'id')).code).toBe(0);
+    const created = await run('table', 'create', name, '--key', 'id');
+    expect(created.code, created.stderr).toBe(0);
     const written = await run('write', name, '--shard', 's0', '--rows', '20');
     expect({ code: written.code, stderr: written.stderr }).toEqual({ code: 0, stderr: '' });
   });
@@ -168,8 +169,10 @@ describe('turnstile dev --storage s3', () => {
       expect(fs.existsSync(path.join(cwd, '.turnstile'))).toBe(false);
 
       const run = (...args: string[]) => turnstile(exports, args, cwd);
-      expect((await run('table', 'create', name, '--key', 'id')).code).toBe(0);
-      expect((await run('write', name, '--shard', 's0', '--rows', '20')).code).toBe(0);
+      const created = await run('table', 'create', name, '--key', 'id');
+      expect(created.code, created.stderr).toBe(0);
+      const written = await run('write', name, '--shard', 's0', '--rows', '20');
+      expect(written.code, written.stderr).toBe(0);
       const merged = await run('wait-merged', name, '--shard', 's0', '--seq', '1', '--timeout', '60');
       expect(merged.stdout, merged.stderr).toMatch(new RegExp(`merged ${name}/s0 seq 1`));
     } finally {
