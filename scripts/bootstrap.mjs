@@ -65,8 +65,13 @@ function ensureDependencies() {
   const tmp = `${kept}.${process.pid}.tmp`;
   if (copyTree(target, tmp)) {
     fs.rmSync(kept, { recursive: true, force: true });
-    fs.renameSync(tmp, kept);
+    try {
+      fs.renameSync(tmp, kept);
+    } catch {
+      // Another run kept its copy of the same lockfile first.
+    }
   }
+  fs.rmSync(tmp, { recursive: true, force: true });
   // A temporary copy younger than an hour may be another run's, still copying.
   const stale = (p) => !p.endsWith('.tmp') || Date.now() - fs.statSync(p).mtimeMs > 3_600_000;
   for (const other of fs.readdirSync(parent).map((n) => path.join(parent, n))) if (other !== kept && stale(other)) fs.rmSync(other, { recursive: true, force: true });
