@@ -5,11 +5,11 @@ import { describe, expect, it } from 'vitest';
 import { defaultPolicy, policySchema } from '../../src/config/policy-schema';
 import { addRateSample, CARRIED_FORMAT, carryOver, initialState, parseCarried, rateSample, recordGrants, step, type Carried, type Grant, type RateSample } from '../../src/policy';
 import type { PolicyEvent, TableState } from '../../src/policy/types';
-import { runSimulation } from '../../src/sim';
+import { mulberry32, runSimulation } from '../../src/sim';
 import { emptyDemandRecord } from '../../src/policy/demand-record';
 import { emptyHistory } from '../../src/policy/unit-history';
 import { journalActivation, type Journal } from '../../src/policy/unit-journal';
-import { commits, durationsArb, policyArb, rangeArb, simPolicy, yieldToRunner } from './helpers';
+import { commits, durationsArb, policyArb, rangeArb, simPolicy, stateSample, yieldToRunner } from './helpers';
 
 // The carried state is the contract between releases (src/policy/carried.ts): what a run
 // of the previous release handed on at continue-as-new must parse, with nothing it knew
@@ -119,7 +119,10 @@ describe('the carried-state schema', () => {
         let rates: RateSample[] = [];
         let grants: Grant[] = [];
         let journal: Journal = { running: {}, history: emptyHistory(0), demand: emptyDemandRecord() };
-        let n = 0;
+        // Checking a state costs ten times a step; runs with fast arrivals take 20,000
+        // steps. So every 7th of the first 1,400 steps is checked, and after that a
+        // uniform sample of 100 (reservoir sampling): each run checks at most 300 states.
+        const sample = stateSample<{ state: TableState; rates: RateSample[]; grants: Grant[] }>(200, 100, 7, mulberry32(w.seed));
         const faults = { retryable: w.fail, fatal: w.fail / 5, stalled: 0.5 };
         runSimulation({
           seed: w.seed,
@@ -143,17 +146,19 @@ describe('the carried-state schema', () => {
             const cost = { bytesRead: 5, bytesWritten: 3, cpuMs: 0.5 };
             const ev = event.type === 'prepared' || event.type === 'committed' ? { ...event, cost } : event;
             journal = journalActivation(journal, { before, after, events: [ev], decisions, nowMs, reservedBytes: () => 7 });
-            if (n++ % 7 !== 0) return;
-            const stalled = after.units.filter((u) => u.lastError?.startsWith('stalled') === true).map((u) => u.id);
-            // As the workflow hands it on (carryOver), and as the state stands mid-run (a turn held).
-            for (const state of [carryOver(after), after]) {
-              const carried: Carried = json({ formatVersion: CARRIED_FORMAT, state, stalled, rates, grants });
-              const r = parseCarried(carried);
-              if (!r.ok) throw new Error(r.error);
-              expect(r.carried).toEqual(carried);
-            }
+            sample.offer({ state: after, rates, grants });
           },
         });
+        for (const { state: after, rates, grants } of sample.taken()) {
+          const stalled = after.units.filter((u) => u.lastError?.startsWith('stalled') === true).map((u) => u.id);
+          // As the workflow hands it on (carryOver), and as the state stands mid-run (a turn held).
+          for (const state of [carryOver(after), after]) {
+            const carried: Carried = json({ formatVersion: CARRIED_FORMAT, state, stalled, rates, grants });
+            const r = parseCarried(carried);
+            if (!r.ok) throw new Error(r.error);
+            expect(r.carried).toEqual(carried);
+          }
+        }
         // The unit history and demand record as the run ends (parsing them at every step
         // would make the property too slow for a loaded machine).
         const carried: Carried = json({ formatVersion: CARRIED_FORMAT, state: carryOver(initialState({ table: 't', key: 'id', shards: w.shards, policy: w.policy, nowMs: 0 })), stalled: [], rates: [], grants: [], history: journal.history, demand: journal.demand });

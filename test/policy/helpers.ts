@@ -117,3 +117,30 @@ export const durationsArb = fc.record({
  * RPCs (60 s deadline) or the whole run fails. Each property run yields once first.
  */
 export const yieldToRunner = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+/**
+ * States offered one by one over a simulated run, of which it keeps every `stride`th of
+ * the first `head * stride` and then a uniform sample of `tail` (reservoir sampling), so
+ * checks on them cost the same whatever the run's length.
+ */
+export function stateSample<T>(head: number, tail: number, stride: number, rng: () => number): { offer(item: T): void; taken(): T[] } {
+  const first: T[] = [];
+  const rest: T[] = [];
+  let n = 0;
+  let seen = 0;
+  return {
+    offer(item) {
+      if (n++ < head * stride) {
+        if ((n - 1) % stride === 0) first.push(item);
+        return;
+      }
+      seen++;
+      if (rest.length < tail) rest.push(item);
+      else {
+        const j = Math.floor(rng() * seen);
+        if (j < tail) rest[j] = item;
+      }
+    },
+    taken: () => [...first, ...rest],
+  };
+}
