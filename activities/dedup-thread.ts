@@ -1,7 +1,8 @@
 import { parentPort } from 'node:worker_threads';
-import { decodeVerifiedIpc, encodeIpcFile, ipcShapeProblem } from '../src/storage/arrow';
+import { decodeVerifiedIpc, ipcShapeProblem } from '../src/storage/arrow';
 import { fastHashReady } from '../src/storage/fast-hash';
 import { embeddedChecksumProblem } from '../src/storage/ipc-checksum';
+import { finishedBytes } from '../src/storage/storage';
 import type { DedupReply, DedupRequest } from './dedup-protocol';
 import { NewestRowPerKey } from './newest-row-per-key';
 import { generationProblem } from './validate-generation';
@@ -49,13 +50,13 @@ function add(req: Add): DedupReply {
 
 async function build(req: { job: number }): Promise<{ reply: DedupReply; transfer: ArrayBuffer[] }> {
   const t = performance.now();
-  const batch = jobs.get(req.job)?.acc.build() ?? null;
-  const dedupeMs = performance.now() - t;
-  if (!batch) return { reply: { kind: 'built', ipc: null, rows: 0, dedupeMs, encodeMs: 0 }, transfer: [] };
   // Memory of its own (allocUnsafeSlow: never a slice of Node's shared pool), handed over whole.
-  const ipc = await encodeIpcFile(batch, (n) => Buffer.allocUnsafeSlow(n));
+  const encoded = (await jobs.get(req.job)?.acc.encodeYielding((n) => Buffer.allocUnsafeSlow(n))) ?? null;
+  if (!encoded) return { reply: { kind: 'built', ipc: null, rows: 0, dedupeMs: performance.now() - t, encodeMs: 0 }, transfer: [] };
+  const ipc = (await finishedBytes(encoded.pending)) as Buffer;
   const ab = ipc.buffer as ArrayBuffer;
-  const reply: DedupReply = { kind: 'built', ipc: new Uint8Array(ab, ipc.byteOffset, ipc.byteLength), rows: batch.numRows, dedupeMs, encodeMs: performance.now() - t - dedupeMs };
+  // Gathering the winners and encoding them are one pass now: all of it counts as encoding.
+  const reply: DedupReply = { kind: 'built', ipc: new Uint8Array(ab, ipc.byteOffset, ipc.byteLength), rows: encoded.rows, dedupeMs: 0, encodeMs: performance.now() - t };
   return { reply, transfer: [ab] };
 }
 

@@ -1,4 +1,7 @@
-import { arrow, type ArrowTable, type RecordBatch, type Schema, type Vector } from '../src/storage/arrow';
+import { arrow, encodeIpcFilePending, type ArrowTable, type RecordBatch, type Schema, type Vector } from '../src/storage/arrow';
+import { fastHashReady } from '../src/storage/fast-hash';
+import type { PatchedBytes } from '../src/storage/storage';
+import { encodeWinners, type WinnerPart } from './encode-winners';
 import { takeRows } from './take-rows';
 import { PartitionedIntKeys } from './int-key-table';
 import { yieldToEventLoop } from '../src/util/event-loop';
@@ -65,6 +68,13 @@ function feedRows(ints: PartitionedIntKeys, halves: (row: number, out: Int32Arra
     halves(i, kv);
     ints.add(kv[0] as number, kv[1] as number, s, i);
   }
+}
+
+export interface EncodedWinners {
+  pending: PatchedBytes;
+  rows: number;
+  /** Where the winners were gathered: straight into the file, or into columns then encoded (a column encode-winners.ts does not place). */
+  gathered: 'into the file' | 'then encoded';
 }
 
 export class NewestRowPerKey {
@@ -181,12 +191,8 @@ export class NewestRowPerKey {
    * `alloc` (scratch.ts) the copied columns live in that memory: the table is then only
    * valid while it is lent.
    */
-  async buildYielding(alloc?: Alloc): Promise<ArrowTable | null> {
-    const it = this.buildInSlices(alloc);
-    for (let r = it.next(); ; r = it.next()) {
-      if (r.done) return r.value;
-      await yieldToEventLoop();
-    }
+  buildYielding(alloc?: Alloc): Promise<ArrowTable | null> {
+    return runYielding(this.buildInSlices(alloc));
   }
 
   /** Per source, the rows that win, ascending (null: every row wins). */
@@ -202,14 +208,20 @@ export class NewestRowPerKey {
     });
   }
 
-  private *buildInSlices(alloc: Alloc | undefined): Generator<void, ArrowTable | null> {
+  /** The sources and, per source, the rows that win; null when nothing was fed. */
+  private *partsInSlices(): Generator<void, { schema: Schema; parts: WinnerPart[] } | null> {
     const schema = this.schemaRef;
     if (!schema || this.rowsSeen === 0) return null;
     const winners = yield* this.winnersBySource();
+    return { schema, parts: this.sources.map((source, s) => ({ source, rows: winners[s] as Float64Array | null })) };
+  }
+
+  private *buildInSlices(alloc: Alloc | undefined): Generator<void, ArrowTable | null> {
+    const all = yield* this.partsInSlices();
+    if (!all) return null;
+    const { schema, parts } = all;
     const batches: RecordBatch[] = [];
-    for (let s = 0; s < this.sources.length; s++) {
-      const source = this.sources[s] as ArrowTable;
-      const rows = winners[s] as Float64Array | null;
+    for (const { source, rows } of parts) {
       if (rows === null) {
         // Put the reference fields (nullability, key non-null) on its batches.
         for (const b of source.batches) batches.push(new arrow.RecordBatch(schema, b.data));
@@ -226,5 +238,33 @@ export class NewestRowPerKey {
       yield;
     }
     return new arrow.Table(schema, batches);
+  }
+
+  /**
+   * The winning rows as a checksummed IPC file (digest pending) in memory from `alloc`,
+   * the bytes that encoding build()'s table would give: gathered straight into the file
+   * where every column allows (encode-winners.ts), else built and encoded. Lets other
+   * work run between slices (see addYielding). null when nothing was fed.
+   */
+  async encodeYielding(alloc: Alloc): Promise<EncodedWinners | null> {
+    await fastHashReady;
+    const placed = await runYielding(this.placedInSlices(alloc));
+    if (placed !== 'not placeable') return placed && { ...placed, gathered: 'into the file' };
+    const table = await this.buildYielding();
+    return table && { pending: await encodeIpcFilePending(table, alloc), rows: table.numRows, gathered: 'then encoded' };
+  }
+
+  private *placedInSlices(alloc: Alloc): Generator<void, { pending: PatchedBytes; rows: number } | null | 'not placeable'> {
+    const all = yield* this.partsInSlices();
+    if (!all) return null;
+    return (yield* encodeWinners(all.schema, all.parts, alloc)) ?? 'not placeable';
+  }
+}
+
+/** Runs a sliced generator to its end, yielding to the event loop between slices. */
+async function runYielding<T>(it: Generator<void, T>): Promise<T> {
+  for (let r = it.next(); ; r = it.next()) {
+    if (r.done) return r.value;
+    await yieldToEventLoop();
   }
 }

@@ -1,5 +1,5 @@
 import { Context } from '@temporalio/activity';
-import { checksumProblem, readIpcFileBytes, writeIpcFileAtomic, writeIpcFileKeepingBytes, CorruptArrowFileError, type ArrowTable } from '../src/storage/arrow';
+import { checksumProblem, readIpcFileBytes, writeIpcFileAtomic, CorruptArrowFileError, type ArrowTable } from '../src/storage/arrow';
 import { allocCarried, withScratch, withSharedScratch, type Alloc } from '../src/storage/scratch';
 import { notFound } from '../src/storage/storage';
 import { readSealed, readShardSealed } from '../src/storage/generation-store';
@@ -346,23 +346,20 @@ export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, prog
       progress.report({ phase: 'encode', bytesWritten: 0 });
       return { ...base, preparedPath: file, rows: acc.single.numRows, bytes, resumedFromFile, resumedVia, timings: rounded(timings) };
     }
-    let t = performance.now();
-    // Into the scratch memory too (when several generations were read): the batch is
-    // encoded into bytes of its own below, before that memory is lent again.
-    const batch = await acc.buildYielding(alloc);
-    timings.dedupeMs += performance.now() - t;
-    if (!batch) return { ...base, preparedPath: null, rows: 0, bytes: 0, resumedFromFile, resumedVia, timings: rounded(timings) };
-    t = performance.now();
-    // Into carried memory when this worker keeps the batch for its commit, which gives it back.
-    const ipc = await writeIpcFileKeepingBytes(out, batch, { ...DERIVED, ...(deps.preparedCache ? { alloc: allocCarried } : {}) });
-    deps.preparedCache?.put(out, ipc);
-    const bytes = ipc.byteLength;
+    const t = performance.now();
+    // The winners go straight into the batch's file bytes (encode-winners.ts), in carried
+    // memory when this worker keeps the batch for its commit, which gives it back.
+    const encoded = await acc.encodeYielding(deps.preparedCache ? allocCarried : (n) => Buffer.allocUnsafeSlow(n));
+    if (!encoded) return { ...base, preparedPath: null, rows: 0, bytes: 0, resumedFromFile, resumedVia, timings: rounded(timings) };
+    await storageOf(out).put(out, encoded.pending, DERIVED);
+    deps.preparedCache?.put(out, encoded.pending.bytes);
+    const bytes = encoded.pending.bytes.byteLength;
     cost.wrote(bytes);
     timings.encodeMs += performance.now() - t;
     progress.report({ phase: 'encode', bytesWritten: bytes });
     // Checkpoints are left to gc (removed once merged): a checkpoint fromSeq..k is also
     // the prepared batch of a unit fromSeq..k, which may still be waiting to commit.
-    return { ...base, preparedPath: out, rows: batch.numRows, bytes, resumedFromFile, resumedVia, timings: rounded(timings) };
+    return { ...base, preparedPath: out, rows: encoded.rows, bytes, resumedFromFile, resumedVia, timings: rounded(timings) };
   });
 }
 

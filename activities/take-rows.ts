@@ -117,6 +117,16 @@ class Utf8Source {
     return r;
   }
 
+  /** Bytes of the rows' values in all; null past 2 GiB (as lengths() fails). */
+  total(rows: ArrayLike<number>): number | null {
+    let total = 0;
+    for (let j = 0; j < rows.length; j++) {
+      const r = this.at(rows[j] as number);
+      total += (this.vo[r + 1] as number) - (this.vo[r] as number);
+    }
+    return total > 0x7fffffff ? null : total;
+  }
+
   /** offsets[j + 1] for rows lo..hi-1 (offsets[lo] set); false past 2 GiB of values. */
   lengths(rows: ArrayLike<number>, offsets: Int32Array, lo: number, hi: number): boolean {
     let total = offsets[lo] as number;
@@ -167,4 +177,19 @@ export function* takeRows(field: Field, column: Vector, rows: ArrayLike<number>,
     if (v) return v;
   }
   return yield* takeGeneric(field, column, rows);
+}
+
+/**
+ * The byte length of each buffer an IPC file holds for the column takeRows makes of
+ * these rows (a validity bitmap, empty without nulls, then its offsets and values as its
+ * type has them), when takeRows gathers it into memory from its `alloc`, one `alloc` per
+ * buffer after the bitmap, in that order; null when it would not (nulls, other types).
+ */
+export function takenLengths(field: Field, column: Vector, rows: ArrayLike<number>): number[] | null {
+  const t = field.type;
+  if (column.nullCount !== 0) return null;
+  if (arrow.DataType.isInt(t) || arrow.DataType.isFloat(t)) return [0, rows.length * (t.ArrayType as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT];
+  if (!arrow.DataType.isUtf8(t)) return null;
+  const total = new Utf8Source(column).total(rows);
+  return total === null ? null : [0, (rows.length + 1) * 4, total];
 }

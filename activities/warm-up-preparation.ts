@@ -31,7 +31,7 @@ export async function warmUpPreparationHere(rows: number): Promise<{ rows: numbe
     if (invalid) throw new Error(`warm-up: ${invalid}`);
     await acc.addYielding(decoded.table);
   }
-  const batch = await acc.buildYielding();
-  if (!batch) throw new Error('warm-up: no rows won');
-  return { rows: batch.numRows, bytes: (await encodeIpcFile(batch)).byteLength };
+  const encoded = await acc.encodeYielding((n) => Buffer.allocUnsafeSlow(n));
+  if (!encoded) throw new Error('warm-up: no rows won');
+  return { rows: encoded.rows, bytes: encoded.pending.bytes.byteLength };
 }

@@ -168,7 +168,7 @@ export function formatPhases(p: Phases): string[] {
     ['demand signal -> preparation started', p.demandToPrepareStartMs],
     ['preparation: read (per unit)', p.prepareReadMs],
     ['preparation: dedupe (per unit)', p.prepareDedupeMs],
-    ['preparation: encode + write (per unit)', p.prepareEncodeMs],
+    ['preparation: gather + encode + write (per unit)', p.prepareEncodeMs],
     ['preparation activity (start -> close)', p.prepareActivityMs],
     ['commit: read batches', p.commitReadMs],
     ['commit: open Lance table', p.commitOpenMs],

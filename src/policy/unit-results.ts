@@ -40,9 +40,9 @@ export interface PreparedMerge {
 export interface PrepareTimings {
   /** Reading, checksumming, decoding and validating generation files. */
   readMs: number;
-  /** Keeping the newest row per key and gathering the winners into one batch. */
+  /** Keeping the newest row per key. */
   dedupeMs: number;
-  /** Encoding the prepared batch as Arrow IPC and writing it durably. */
+  /** Gathering the winners into the prepared batch's IPC file and writing it. */
   encodeMs: number;
 }
 

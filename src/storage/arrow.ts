@@ -23,6 +23,9 @@ export { fsyncDir, tempPathFor, writeFileAtomic } from './atomic-file';
 const requireHere = createRequire(typeof __filename === 'string' ? __filename : path.join(process.cwd(), 'index.js'));
 
 export const arrow: typeof ArrowNs = requireHere('apache-arrow') as typeof ArrowNs;
+
+/** A module of apache-arrow beyond its public API, from the same instance (ipc-layout.ts). */
+export const requireArrowModule = (name: string): unknown => requireHere(`apache-arrow/${name}`);
 export type ArrowTable = ArrowNs.Table;
 export type RecordBatch = ArrowNs.RecordBatch;
 export type Schema = ArrowNs.Schema;
@@ -67,15 +70,6 @@ export async function writeIpcFileAtomic(file: string, data: ArrowTable | Record
     await storageOf(file).put(file, bytes, opts);
     return { bytes: bytes.byteLength };
   });
-}
-
-/** As writeIpcFileAtomic, but the file's bytes are encoded into memory of their own (`alloc`'s, if given) and returned (to be kept). */
-export async function writeIpcFileKeepingBytes(file: string, data: ArrowTable | RecordBatch, opts: { durable?: boolean; alloc?: Alloc } = {}): Promise<Buffer> {
-  // The sha256 runs beside the write (storage.ts PatchedBytes); put patches the bytes kept.
-  const { alloc, ...putOpts } = opts;
-  const pending = await encodeIpcFilePending(data, alloc);
-  await storageOf(file).put(file, pending, putOpts);
-  return pending.bytes;
 }
 
 /** Problem with the file's bytes against its legacy sidecar, or null; undefined when there is none. */

@@ -94,18 +94,31 @@ export async function encodeChecksumPending(
   alloc: (bytes: number) => Buffer = Buffer.allocUnsafe,
   algorithm: ChecksumName = 'xxh64',
 ): Promise<PatchedBytes> {
-  const algo: Algorithm = CHECKSUMS[algorithm];
   await fastHashReady;
-  const placeholder = PLACEHOLDER.slice(0, algo.chars);
-  const metadata = new Map(table.schema.metadata);
-  for (const a of Object.values(CHECKSUMS)) metadata.delete(a.key);
-  metadata.set(algo.key, placeholder);
-  const schema = new arrow.Schema(table.schema.fields, metadata);
+  const schema = schemaWithPlaceholder(arrow, table.schema, algorithm);
   const tagged = new arrow.Table(schema, table.batches.map((b) => new arrow.RecordBatch(schema, b.data)));
   const chunks: Uint8Array[] = [];
   for await (const c of arrow.RecordBatchFileWriter.writeAll(tagged)) chunks.push(c);
-  const bytes = await joinInto(chunks, alloc);
-  const at = occurrences(bytes, placeholder);
+  return checksumPending(await joinInto(chunks, alloc), algorithm);
+}
+
+/** `schema` with the checksum's placeholder in its metadata: what an IPC file written here carries until its digest is known. */
+export function schemaWithPlaceholder(arrow: typeof ArrowNs, schema: ArrowNs.Schema, algorithm: ChecksumName = 'xxh64'): ArrowNs.Schema {
+  const algo: Algorithm = CHECKSUMS[algorithm];
+  const metadata = new Map(schema.metadata);
+  for (const a of Object.values(CHECKSUMS)) metadata.delete(a.key);
+  metadata.set(algo.key, PLACEHOLDER.slice(0, algo.chars));
+  return new arrow.Schema(schema.fields, metadata);
+}
+
+/**
+ * IPC file bytes encoded with schemaWithPlaceholder's schema, as PatchedBytes: the
+ * placeholder's copies are zeroed now and the digest is left to `finish()`. Call after
+ * `fastHashReady`.
+ */
+export function checksumPending(bytes: Buffer, algorithm: ChecksumName = 'xxh64'): PatchedBytes {
+  const algo: Algorithm = CHECKSUMS[algorithm];
+  const at = occurrences(bytes, PLACEHOLDER.slice(0, algo.chars));
   if (at.length === 0) throw new Error('encodeChecksummed: the checksum metadata is not in a schema message or the footer');
   const zeros = zerosOf(algo.chars);
   for (const p of at) zeros.copy(bytes, p);

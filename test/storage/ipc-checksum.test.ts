@@ -3,7 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { arrow, checksumFile, CorruptArrowFileError, encodeIpcFile, readIpcFile, writeIpcFileAtomic, writeIpcFileKeepingBytes } from '../../src/storage/arrow';
+import { arrow, checksumFile, CorruptArrowFileError, encodeIpcFile, readIpcFile, writeIpcFileAtomic } from '../../src/storage/arrow';
+import { NewestRowPerKey } from '../../activities/newest-row-per-key';
+import { storageOf } from '../../src/storage/open-storage';
 import { createTableMeta, sealGeneration } from '../../src/storage/generation-store';
 import { withSeqColumn } from '../../src/storage/records';
 import { settleSealedHints } from '../../src/storage/sealed-hint';
@@ -119,7 +121,17 @@ describe('checksum embedded in Arrow IPC files', () => {
   it('a prepared batch kept in memory is the file written, digest included', async () => {
     const file = path.join(dir, `${n++}.arrow`);
     const rows = 60_000; // ~2 MiB: written in slices while its digest is computed
-    const kept = await writeIpcFileKeepingBytes(file, tableOf(Array.from({ length: rows }, (_, i) => i), Array.from({ length: rows }, (_, i) => `v${i}`.padEnd(24, '.'))), { durable: false });
+    const ids = Array.from({ length: rows }, (_, i) => i);
+    // Two generations sharing keys: the first one's winners are gathered into the file.
+    // Plain strings: tableFromArrays would make them a dictionary, which generations never are.
+    const gen = (keys: number[], value: (i: number) => string) => new arrow.Table({ id: arrow.makeVector(Float64Array.from(keys)), value: arrow.vectorFromArray(keys.map(value), new arrow.Utf8()) });
+    const acc = new NewestRowPerKey('id', 2);
+    acc.add(gen(ids, (i) => `v${i}`.padEnd(24, '.')));
+    acc.add(gen(ids.slice(0, rows / 2), (i) => `w${i}`));
+    const encoded = (await acc.encodeYielding((b) => Buffer.allocUnsafeSlow(b)))!;
+    expect(encoded.gathered).toBe('into the file');
+    await storageOf(file).put(file, encoded.pending, { durable: false });
+    const kept = encoded.pending.bytes;
     expect(kept.byteLength).toBeGreaterThan(2 ** 20);
     expect(kept.equals(fs.readFileSync(file))).toBe(true);
     expect((await readIpcFile(file)).numRows).toBe(rows);
