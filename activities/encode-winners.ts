@@ -1,4 +1,4 @@
-import { arrow, type ArrowTable, type Schema } from '../src/storage/arrow';
+import { arrow, type ArrowTable, type DataType, type Schema } from '../src/storage/arrow';
 import { checksumPending, schemaWithPlaceholder } from '../src/storage/ipc-checksum';
 import { assembleBatch, layoutIpcFile, type BatchPlan, type Region } from '../src/storage/ipc-layout';
 import type { Alloc } from '../src/storage/scratch';
@@ -30,6 +30,8 @@ type Piece = { plan: BatchPlan } & ({ copy: ArrayBufferView[] } | { gather: Gath
  * table instead). Call after `fastHashReady`.
  */
 export function* encodeWinners(schema: Schema, parts: readonly WinnerPart[], alloc: Alloc): Generator<void, { pending: PatchedBytes; rows: number } | null> {
+  // Dictionaries go in batches of their own, which this layout does not write.
+  if (schema.fields.some((f) => hasDictionary(f.type))) return null;
   const tagged = schemaWithPlaceholder(arrow, schema);
   const pieces: Piece[] = [];
   let rows = 0;
@@ -67,6 +69,10 @@ export function* encodeWinners(schema: Schema, parts: readonly WinnerPart[], all
     else yield* gatherInto(file, schema, piece.gather, regions);
   }
   return { pending: checksumPending(file), rows };
+}
+
+function hasDictionary(type: DataType): boolean {
+  return arrow.DataType.isDictionary(type) || (type.children ?? []).some((c) => hasDictionary(c.type));
 }
 
 function* copyInto(file: Buffer, buffers: readonly ArrayBufferView[], regions: readonly Region[]): Generator<void> {

@@ -94,6 +94,24 @@ describe('encodeYielding: winners gathered into the IPC file', () => {
     expect(newest.get(BigInt(n + n / 2 - 1))).toBe(valueOf('s', n + n / 2 - 1, 2, false));
   });
 
+  it("a dictionary column goes through Arrow's writer, which writes the dictionary too", async () => {
+    const dictionaryTable = (ids: number[], tags: string[]) =>
+      new arrow.Table({ id: arrow.makeVector(BigInt64Array.from(ids, BigInt)), tag: arrow.vectorFromArray(tags, new arrow.Dictionary(new arrow.Utf8(), new arrow.Int32())) });
+    // Distinct keys: every row wins, the source is copied whole. Repeated keys: gathered.
+    for (const [table, want] of [
+      [dictionaryTable([1, 2, 3], ['a', 'b', 'a']), [[1n, 'a'], [2n, 'b'], [3n, 'a']]],
+      [dictionaryTable([1, 2, 1, 3, 2], ['a', 'b', 'c', 'a', 'b']), [[1n, 'c'], [3n, 'a'], [2n, 'b']]],
+    ] as const) {
+      const acc = new NewestRowPerKey('id');
+      acc.add(table);
+      const got = (await acc.encodeYielding(dirty))!;
+      expect(got.gathered).toBe('then encoded');
+      const decoded = decodeOwnIpcFile((await finishedBytes(got.pending)) as Buffer);
+      // Each key's last row, in the order the rows came.
+      expect(decoded.toArray().map((r: { id: bigint; tag: string }) => [r.id, r.tag])).toEqual(want);
+    }
+  });
+
   it('nothing fed: nothing to encode', async () => {
     expect(await new NewestRowPerKey('id').encodeYielding(dirty)).toBeNull();
   });
