@@ -9,9 +9,19 @@ import type { S3ClientConfig } from '@aws-sdk/client-s3';
 const endpointOf = (env: NodeJS.ProcessEnv): string | undefined => env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL || undefined;
 const regionOf = (env: NodeJS.ProcessEnv): string => env.AWS_REGION || env.AWS_DEFAULT_REGION || 'us-east-1';
 
-export function s3ClientConfig(env: NodeJS.ProcessEnv = process.env): S3ClientConfig & { endpoint?: string } {
+/**
+ * How long a request to S3 may wait: for its connection, and for the next byte once
+ * connected. The SDK has no limit of its own, so a server that took a connection and
+ * never answered held a seal or a preparation until the activity's own timeout, or a
+ * CLI command for ever. Idle time, not a request's length: a large upload that moves
+ * is never cut. Lance's own client gives up after 30 s per request.
+ */
+export const S3_TIMEOUTS = { connectMs: 5_000, idleMs: 10_000 };
+
+export function s3ClientConfig(env: NodeJS.ProcessEnv = process.env, timeouts = S3_TIMEOUTS): S3ClientConfig & { endpoint?: string } {
   const endpoint = endpointOf(env);
   return {
+    requestHandler: { connectionTimeout: timeouts.connectMs, socketTimeout: timeouts.idleMs },
     region: regionOf(env),
     ...(endpoint ? { endpoint, forcePathStyle: true } : {}),
     // Explicit when given, so Turnstile's client and Lance's use the same keys; without

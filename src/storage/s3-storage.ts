@@ -1,7 +1,7 @@
 import type { S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { insideLoc, parseS3, resolveLoc } from './location';
 import { StorageEscapeError, finishedBytes, type BytesSource, type Entry, type PatchedBytes, type Storage, type Versioned } from './storage';
-import { importS3Sdk, s3ClientConfig } from './s3-env';
+import { importS3Sdk, S3_TIMEOUTS, s3ClientConfig } from './s3-env';
 
 // The S3 backend (any S3-compatible server: AWS, SeaweedFS, MinIO). Objects are atomic
 // on S3: a reader sees a whole object or none, so no temp names are needed. Claims use
@@ -26,17 +26,18 @@ export class S3Storage implements Storage {
   private readonly bucket: string;
   private client: Promise<{ s3: S3Client; sdk: Sdk }> | undefined;
 
-  /** `env`: where endpoint and credentials are read (tests point one store elsewhere). */
+  /** `env`: where endpoint and credentials are read (tests point one store elsewhere); `timeouts`: tests shorten them. */
   constructor(
     readonly root: string,
     private readonly env: NodeJS.ProcessEnv = process.env,
+    private readonly timeouts = S3_TIMEOUTS,
   ) {
     this.bucket = parseS3(root).bucket;
     if (!this.bucket) throw new Error(`${root}: no bucket; expected s3://BUCKET/PREFIX`);
   }
 
   private connect(): Promise<{ s3: S3Client; sdk: Sdk }> {
-    return (this.client ??= loadSdk().then((m) => ({ s3: new m.S3Client(s3ClientConfig(this.env)), sdk: m })));
+    return (this.client ??= loadSdk().then((m) => ({ s3: new m.S3Client(s3ClientConfig(this.env, this.timeouts)), sdk: m })));
   }
 
   /** The object key of a location under the root; anything else is refused. */
