@@ -1,5 +1,5 @@
 import { Context } from '@temporalio/activity';
-import { checksumProblem, readIpcFileBytes, writeIpcFileAtomic, CorruptArrowFileError, type ArrowTable } from '../src/storage/arrow';
+import { checksumProblem, readIpcFileBytes, CorruptArrowFileError, type ArrowTable } from '../src/storage/arrow';
 import { allocCarried, withScratch, withSharedScratch, type Alloc } from '../src/storage/scratch';
 import { notFound } from '../src/storage/storage';
 import { readSealed, readShardSealed } from '../src/storage/generation-store';
@@ -325,9 +325,14 @@ export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, prog
       progress.report({ phase: 'read', filesRead: seq - fromSeq + 1, rowsRead: acc.rowsRead, ...(checkpointThroughSeq ? { checkpointThroughSeq } : {}) });
       await progress.point('read');
       if (seq < toSeq && Date.now() - lastCheckpoint >= checkpointMs) {
-        const partial = acc.build();
-        if (partial) {
-          cost.wrote((await writeIpcFileAtomic(preparedFile(l, shard, fromSeq, seq), partial, DERIVED)).bytes);
+        // Encoded into scratch memory of its own, given back once written.
+        const written = await withScratch(async (into) => {
+          const partial = await acc.encodeYielding(into);
+          if (partial) await storageOf(out).put(preparedFile(l, shard, fromSeq, seq), partial.pending, DERIVED);
+          return partial?.pending.bytes.byteLength ?? null;
+        });
+        if (written !== null) {
+          cost.wrote(written);
           checkpointThroughSeq = seq;
           progress.report({ phase: 'read', filesRead: seq - fromSeq + 1, rowsRead: acc.rowsRead, checkpointThroughSeq });
         }
