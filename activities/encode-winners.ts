@@ -26,8 +26,8 @@ type Piece = { plan: BatchPlan } & ({ copy: ArrayBufferView[] } | { gather: Gath
 /**
  * The file, its checksum pending, in memory from `alloc` (8-byte aligned, as scratch.ts
  * and Buffer.allocUnsafe give), yielding between slices of work; null when some column
- * is of a kind takeRows does not gather into given memory (the caller encodes build()'s
- * table instead). Call after `fastHashReady`.
+ * is a dictionary or of a kind takeRows does not gather into given memory (the caller
+ * encodes build()'s table instead). Call after `fastHashReady`.
  */
 export function* encodeWinners(schema: Schema, parts: readonly WinnerPart[], alloc: Alloc): Generator<void, { pending: PatchedBytes; rows: number } | null> {
   // Dictionaries go in batches of their own, which this layout does not write.
