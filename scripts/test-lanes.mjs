@@ -25,8 +25,15 @@ export const WAIT_LANE = [
 
 export const RUN_ALONE = ['test/integration/foresight.test.ts'];
 
-/** Runs vitest with `args`; resolves to its exit status. With `prefix`, its output lines are prefixed (two lanes share one terminal). */
-function vitest(bin, args, env, cwd, prefix) {
+/**
+ * Lines of a prefixed lane that name a failure: vitest's FAIL and × lines. They are
+ * printed again once both lanes end, so the end of a long log says what failed in a lane
+ * that finished minutes before the other.
+ */
+const failureLine = /(^|\s)(FAIL|×)\s/;
+
+/** Runs vitest with `args`; resolves to its exit status. With `prefix`, its output lines are prefixed (two lanes share one terminal) and its failure lines are kept in `failures`. */
+function vitest(bin, args, env, cwd, prefix, failures = []) {
   const child = spawn(bin, ['run', ...args], { cwd, env: { ...process.env, ...env }, stdio: prefix ? ['ignore', 'pipe', 'pipe'] : 'inherit' });
   if (prefix) {
     for (const [from, to] of [
@@ -37,7 +44,10 @@ function vitest(bin, args, env, cwd, prefix) {
       from.on('data', (b) => {
         const lines = (partial + b.toString()).split('\n');
         partial = lines.pop();
-        for (const line of lines) to.write(`${prefix}${line}\n`);
+        for (const line of lines) {
+          to.write(`${prefix}${line}\n`);
+          if (failureLine.test(line.replace(/\x1b\[[0-9;]*m/g, ''))) failures.push(line);
+        }
       });
       from.on('end', () => partial && to.write(`${prefix}${partial}\n`));
     }
@@ -60,9 +70,11 @@ function vitest(bin, args, env, cwd, prefix) {
 export async function runSuite({ bin, env, cwd }) {
   process.on('SIGINT', () => {});
   const elsewhere = [...WAIT_LANE, ...RUN_ALONE].flatMap((f) => ['--exclude', f]);
-  const lanes = await Promise.all([vitest(bin, elsewhere, env, cwd), vitest(bin, ['--no-file-parallelism', ...WAIT_LANE], env, cwd, '[wait lane] ')]);
+  const waitFailures = [];
+  const lanes = await Promise.all([vitest(bin, elsewhere, env, cwd), vitest(bin, ['--no-file-parallelism', ...WAIT_LANE], env, cwd, '[wait lane] ', waitFailures)]);
   const failed = lanes.find((s) => s !== 0);
   if (failed !== undefined) {
+    for (const line of waitFailures.slice(0, 40)) console.error(`[wait lane] ${line}`);
     console.error(`turnstile: failed: ${['the main lane', 'the wait lane'].filter((_, i) => lanes[i] !== 0).join(' and ')}`);
     return failed;
   }
