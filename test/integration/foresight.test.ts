@@ -163,13 +163,17 @@ test('calibration: the simulator replaying the record under the policy that ran 
     // percent of a turn; next to another integration file it made every turn cycle up
     // to 30% longer.
     expect(Math.abs(simTurns - observed.turns[k]), lines.at(-1)).toBeLessThanOrEqual(Math.max(3, 0.4 * observed.turns[k]));
-    // Mean waits: within 0.5 s or a quarter. A simulator that let merges overtake a kind
-    // past its bound, or granted two turns at once, misses by the bound (4 s here).
-    expect(Math.abs(simMean - obsMean), lines.at(-1)).toBeLessThanOrEqual(Math.max(0.5, 0.25 * obsMean));
+    // Mean waits: within 0.5 s, a quarter, or the max's allowance for one draw (below)
+    // shared by the observed turns: a kind that ran once or twice (index here) has a
+    // mean that is one or two such draws. A simulator that let merges overtake a kind
+    // past its bound, or granted two turns at once, misses by the bound (4 s here) on
+    // every turn, so a kind of several turns still catches it.
+    const drawSecs = 2 * longestCommitSecs + 1;
+    expect(Math.abs(simMean - obsMean), lines.at(-1)).toBeLessThanOrEqual(Math.max(0.5, 0.25 * obsMean, drawSecs / Math.max(1, observed.turns[k])));
     // Max waits: within 2 s, half the observed, or two longest commits. A max is one
     // extreme draw of commit durations (recorded as count, sum, min and max per bucket),
     // and a busy worker's scheduling latency (workflow and activity tasks) is not modelled.
-    expect(Math.abs(simWait - obsWait), lines.at(-1)).toBeLessThanOrEqual(Math.max(2, 0.5 * obsWait, 2 * longestCommitSecs + 1));
+    expect(Math.abs(simWait - obsWait), lines.at(-1)).toBeLessThanOrEqual(Math.max(2, 0.5 * obsWait, drawSecs));
   }
   const obsBacklog = observed.backlogPeak ?? 0;
   lines.push(`backlog peak: observed ${obsBacklog} simulated ${current.median.backlogPeak} (${current.runs.map((r) => r.backlogPeak).join('/')})`);
