@@ -165,11 +165,17 @@ test('calibration: the simulator replaying the record under the policy that ran 
     expect(Math.abs(simTurns - observed.turns[k]), lines.at(-1)).toBeLessThanOrEqual(Math.max(3, 0.4 * observed.turns[k]));
     // Mean waits: within 0.5 s, a quarter, or the max's allowance for one draw (below)
     // shared by the observed turns: a kind that ran once or twice (index here) has a
-    // mean that is one or two such draws. A simulator that let merges overtake a kind
-    // past its bound, or granted two turns at once, misses by the bound (4 s here) on
-    // every turn, so a kind of several turns still catches it.
+    // mean that is one or two such draws. The record keeps seals per 10 s bucket and the
+    // replay spreads them evenly, so gaps between one writer's seals (a loaded machine
+    // slows it) are filled in the replay: a waiting kind that the gaps let in early waits
+    // less than the replay says, never more (CI: optimize 3.09 s observed over 8 turns,
+    // 4.25 s simulated). Above the observed the simulator gets two fifths of its own
+    // mean. A simulator that let merges overtake a kind past its bound misses by the bound
+    // (4 s here) on every turn, and one that granted two turns at once errs low, so
+    // either still fails.
     const drawSecs = 2 * longestCommitSecs + 1;
-    expect(Math.abs(simMean - obsMean), lines.at(-1)).toBeLessThanOrEqual(Math.max(0.5, 0.25 * obsMean, drawSecs / Math.max(1, observed.turns[k])));
+    const meanSlack = Math.max(0.5, 0.25 * obsMean, drawSecs / Math.max(1, observed.turns[k]), simMean > obsMean ? 0.4 * simMean : 0);
+    expect(Math.abs(simMean - obsMean), lines.at(-1)).toBeLessThanOrEqual(meanSlack);
     // Max waits: within 2 s, half the observed, or two longest commits. A max is one
     // extreme draw of commit durations (recorded as count, sum, min and max per bucket),
     // and a busy worker's scheduling latency (workflow and activity tasks) is not modelled.
