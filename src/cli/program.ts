@@ -118,7 +118,7 @@ export function buildProgram(): Command {
     .option('--json', 'print JSON')
     .action(run(async () => (await import('./workers-command')).workers));
 
-  const table = program.command('table').description('create or list tables');
+  const table = program.command('table').description('create, list or reset tables');
   table
     .command('create')
     .description("write the table's metadata and start its workflow")
@@ -136,6 +136,12 @@ export function buildProgram(): Command {
     .option('--key <COL>', 'its primary-key column, if it has one')
     .option('--policy <FILE>', 'JSON file of policy overrides, over the adopted defaults')
     .action(run(async () => (await import('./adopt-commands')).adopt));
+  table
+    .command('reset')
+    .description("restart the table's run from its first workflow task (a run whose workflow task keeps failing); signals since are heard again")
+    .argument('<NAME>', 'table name')
+    .option('--reason <TEXT>', 'why, recorded in the run history (required)')
+    .action(run(async () => (await import('./table-commands')).reset));
   table
     .command('list')
     .description('tables under TURNSTILE_DATA and whether their workflows run')

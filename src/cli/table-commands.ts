@@ -8,9 +8,12 @@ import { int, positional, required, str, type Parsed } from './args';
 import { UsageError } from '../messages/errors';
 import { readCheckedConfig, readJsonFile } from './context';
 import { withTables } from './operator-commands';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { resetToRunStart, ResetRefused } from '../client/reset-run';
 
 // `table create` writes the table's metadata and starts its workflow; `table list`
-// lists tables from the storage root next to their workflows' visibility state.
+// lists tables from the storage root next to their workflows' visibility state; `table
+// reset` restarts a stuck run from its first workflow task.
 
 const asUsage = <T>(fn: () => T): T => {
   try {
@@ -67,4 +70,17 @@ export async function list(p: Parsed): Promise<void> {
   );
   if (p.flags.json) console.log(JSON.stringify(rows, null, 2));
   else for (const r of rows) console.log(`${r.table}  key ${r.key ?? '?'}  shards ${r.shards.length}  workflow ${r.workflow}`);
+}
+
+export async function reset(p: Parsed): Promise<void> {
+  const name = asUsage(() => validateTableName(positional(p, 0, 'NAME')));
+  const reason = required(p, 'reason', 'why, recorded in the run history');
+  const r = await withTables((t) =>
+    resetToRunStart(t.client, name, reason).catch((e: unknown) => {
+      if (e instanceof WorkflowNotFoundError) throw new UsageError(`table ${name}: no workflow (table create or table adopt starts one)`);
+      if (e instanceof ResetRefused) throw new UsageError(e.message);
+      throw e;
+    }),
+  );
+  console.log(`reset table ${name}: run ${r.oldRunId} -> ${r.newRunId}, from its first workflow task (event ${r.resetEventId}); signals since then are heard again`);
 }

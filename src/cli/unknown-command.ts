@@ -44,7 +44,7 @@ export function similarNames(word: string, names: readonly string[]): string[] {
 
 /**
  * The refusal of the first unknown command name in `argv` (e.g. "table: unknown command
- * 'frob'; accepted: create, adopt, list"), or null when the command path is known. Only
+ * 'frob'; accepted: create, adopt, reset, list"), or null when the command path is known. Only
  * the words naming commands are looked at: the walk stops at a command without
  * subcommands, whose own parser reads the rest. Dashed words before that are skipped:
  * commands with subcommands take only --help and --version, which have no value.

@@ -21,7 +21,7 @@ describe('unknownCommand', () => {
   it('names an unknown command and the accepted ones, with or without --help, at any depth', () => {
     expect(check('frobnicate', '--help')).toBe(`unknown command 'frobnicate'; accepted: ${TOP}`);
     expect(check('frobnicate')).toBe(`unknown command 'frobnicate'; accepted: ${TOP}`);
-    expect(check('table', 'frob', '-h')).toBe("table: unknown command 'frob'; accepted: create, adopt, list");
+    expect(check('table', 'frob', '-h')).toBe("table: unknown command 'frob'; accepted: create, adopt, reset, list");
     expect(check('help', 'frobnicate')).toBe(`unknown command 'frobnicate'; accepted: ${TOP}`);
     expect(check('--help', 'frobnicate')).toBe(`unknown command 'frobnicate'; accepted: ${TOP}`);
   });

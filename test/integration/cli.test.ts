@@ -135,7 +135,7 @@ test('bad input exits non-zero with one line naming the field and the accepted r
   expectRefused(await turnstile('status'), /^turnstile: status: missing required argument 'NAME'$/);
   expectRefused(await turnstile('bump', name, '--kind'), /^turnstile: bump: option '--kind <K>' argument missing$/);
   expectRefused(await turnstile('frobnicate'), /^turnstile: unknown command 'frobnicate'; accepted: dev, cluster, .*, status, /);
-  expectRefused(await turnstile('table'), /^turnstile: table: expected a command: create, adopt, list; see "turnstile table --help"$/);
+  expectRefused(await turnstile('table'), /^turnstile: table: expected a command: create, adopt, reset, list; see "turnstile table --help"$/);
   expectRefused(await turnstile('write', name, '--rows', '5'), /^turnstile: --shard: required with --rows /);
 });
 
@@ -143,7 +143,7 @@ test('--help for every command and --version, on stdout with exit 0', async () =
   const top = await turnstile('--help');
   expect(top.code).toBe(0);
   expect(top.stdout).toMatch(/^Usage: turnstile \[options\] \[command\]/);
-  const commands = ['dev', 'worker', 'table create', 'table list', 'status', 'write', 'wait-merged', 'bump', 'pause', 'resume', 'policy'];
+  const commands = ['dev', 'worker', 'table create', 'table list', 'table reset', 'status', 'write', 'wait-merged', 'bump', 'pause', 'resume', 'policy'];
   for (const c of commands) expect(top.stdout).toMatch(new RegExp(`^  ${c.split(' ')[0]}\\b`, 'm'));
   for (const c of commands) {
     const r = await turnstile(...c.split(' '), '--help');
