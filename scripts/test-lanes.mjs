@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
  * overlap work instead of holding a fork. Each alone on 2 cores, wall time / CPU time
  * (about 8 s / 10 s of it start-up): stopped-sticky-worker 108 / 25 s, idle 41 / 19 s,
  * adopted 229 / 141 s, maintenance 49 / 33 s, store-sweep 35 / 23 s, metrics 19 / 15 s,
- * plan-aging 17 / 14 s. The lane still ends minutes before the main run. The cluster tests
+ * plan-aging 17 / 14 s, stuck-task (the server's retries of a failing task) 38 s of wall. The lane still ends minutes before the main run. The cluster tests
  * stay in the main lane: cluster faults alone is 104 / 111 s, but two clusters at once
  * (faults beside upgrade) stretched upgrade from 216 to 375 s.
  */
@@ -21,6 +21,7 @@ export const WAIT_LANE = [
   'test/integration/metrics.test.ts',
   'test/integration/plan-aging.test.ts',
   'test/integration/wait-merged-timeout.test.ts',
+  'test/integration/stuck-task.test.ts',
 ];
 
 export const RUN_ALONE = ['test/integration/foresight.test.ts'];

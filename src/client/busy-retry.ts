@@ -97,6 +97,18 @@ export function noLiveWorker(taskQueue: string, pollers: readonly { lastAccessMs
 }
 
 /**
+ * Attempts of one workflow task after which it counts as failing for good, not as the
+ * transient failure of a killed worker or a dropped cached copy (one or two attempts).
+ */
+export const STUCK_TASK_ATTEMPTS = 5;
+
+/** Why asking a query of a run whose workflow task keeps failing is pointless, or null. */
+export function stuckWorkflowTask(table: string, task: { attempt: number } | null): string | null {
+  if (task === null || task.attempt < STUCK_TASK_ATTEMPTS) return null;
+  return `table ${table}: its workflow task failed ${task.attempt - 1} times in a row, so no worker can answer its query and it merges nothing: see the failure in the Temporal UI, then docs/operations.md ("A table's workflow task keeps failing"; turnstile table reset)`;
+}
+
+/**
  * The table's own refusal of a query that raced new events (QUERY_TAIL,
  * workflows/stale-cache-guard.ts): the worker dropped its copy of the run, and the next ask is answered.
  */
@@ -111,14 +123,15 @@ export function isQueryRace(e: unknown): boolean {
  * after its own wait on the sticky queue ends, a little after it answered the timeout,
  * and an ask that came sooner went to the sticky queue again (another 30 s, measured in
  * test/integration/stopped-sticky-worker.test.ts). After a timeout or a full query
- * buffer (another query already waits for the workflow's task) `whyNot` is asked
- * first (noLiveWorker): with no worker running, the caller hears so after one ask, not
- * after 90 s; if it fails itself, the query is asked again.
+ * buffer (another query already waits for the workflow's task) or a failed workflow
+ * task, `whyNot` is asked first (noLiveWorker, stuckWorkflowTask): with no worker
+ * running, or a task that keeps failing, the caller hears so at once, not after 90 s;
+ * if it fails itself, the query is asked again.
  */
 export function retryQuery<T>(fn: () => Promise<T>, opts: { maxWaitMs?: number; whyNot?: () => Promise<string | null> } = {}): Promise<T> {
   const { maxWaitMs = 90_000, whyNot } = opts;
   const beforeAgain = async (e: unknown): Promise<void> => {
-    if (!whyNot || !(isQueryTimeout(e) || isQueryBufferFull(e))) return;
+    if (!whyNot || !(isQueryTimeout(e) || isQueryBufferFull(e) || isTaskFailedState(e))) return;
     const why = await whyNot().catch(() => null);
     if (why !== null) throw new Error(why, { cause: e });
   };

@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { decodePendingActivities, decodePollers, decodeQueryResponse, decodeWorkflowTaskQueue, encodeDescribeRequest, encodeDescribeTaskQueueRequest, encodeQueryRequest, type WirePayload, type WirePoller } from './temporal-api-codec';
+import { decodePendingActivities, decodePendingWorkflowTask, decodePollers, decodeQueryResponse, decodeWorkflowTaskQueue, encodeDescribeRequest, encodeDescribeTaskQueueRequest, encodeQueryRequest, type WirePayload, type WirePendingWorkflowTask, type WirePoller } from './temporal-api-codec';
 import type { PendingActivity } from './preparation-progress';
 import { connectionSecurity, type ConnectionSecurity } from './connection-security';
 
@@ -88,11 +88,11 @@ export class ReadClient {
     return payloadValue(answer.result[0]) as T;
   }
 
-  /** The workflow's pending activities with their last heartbeat, and its task queue (DescribeWorkflowExecution). */
-  async describe(workflowId: string): Promise<{ pending: PendingActivity[]; taskQueue: string | null }> {
+  /** The workflow's pending activities with their last heartbeat, its task queue and its pending workflow task (DescribeWorkflowExecution). */
+  async describe(workflowId: string): Promise<{ pending: PendingActivity[]; taskQueue: string | null; workflowTask: WirePendingWorkflowTask | null }> {
     const bytes = await this.call('DescribeWorkflowExecution', encodeDescribeRequest(this.namespace, workflowId), workflowId);
     const pending = decodePendingActivities(bytes).map((a) => ({ activityId: a.activityId, details: payloadValue(a.heartbeatDetails[0]) ?? null, attempt: a.attempt, lastHeartbeatMs: a.lastHeartbeatMs, started: a.state !== 1, worker: a.lastWorkerIdentity }));
-    return { pending, taskQueue: decodeWorkflowTaskQueue(bytes) };
+    return { pending, taskQueue: decodeWorkflowTaskQueue(bytes), workflowTask: decodePendingWorkflowTask(bytes) };
   }
 
   /** When each worker last polled `taskQueue` for workflow tasks (DescribeTaskQueue). */

@@ -16,7 +16,7 @@ import { tableWorkflow, type TableWorkflowArgs } from '../../workflows';
 import type { AdoptedMode, Policy } from '../policy/types';
 import { refuseBump, refusePause, refuseResume } from '../policy/request-checks';
 import { payloadProblem } from '../messages/payload-limit';
-import { noLiveWorker, retryQuery, retryWhileBusy } from './busy-retry';
+import { noLiveWorker, retryQuery, retryWhileBusy, stuckWorkflowTask } from './busy-retry';
 import { RequestRefusedError } from './refused';
 import { factsOfView } from './view-facts';
 import { withPreparationProgress, type PendingActivity } from './preparation-progress';
@@ -116,9 +116,12 @@ export class TableClient {
     return retryQuery(() => this.handle(table).query(msg.demandRecord), { whyNot: () => this.whyNoAnswer(table) });
   }
 
-  /** Why no worker can answer the table's query (none has polled its task queue lately), or null. */
+  /** Why no worker can answer the table's query (its workflow task keeps failing, or none has polled its task queue lately), or null. */
   private async whyNoAnswer(table: string): Promise<string | null> {
-    const taskQueue = (await this.handle(table).describe()).taskQueue;
+    const { taskQueue, raw } = await this.handle(table).describe();
+    const task = raw.pendingWorkflowTask;
+    const stuck = stuckWorkflowTask(table, task ? { attempt: task.attempt ?? 1 } : null);
+    if (stuck !== null) return stuck;
     const { pollers } = await this.client.workflowService.describeTaskQueue({
       namespace: this.client.options.namespace,
       taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },

@@ -201,6 +201,25 @@ export function decodeWorkflowTaskQueue(bytes: Uint8Array): string | null {
   return name;
 }
 
+export interface WirePendingWorkflowTask {
+  attempt: number;
+}
+
+/** DescribeWorkflowExecutionResponse { pending_workflow_task = 5 { attempt = 5 } }, or null when none is pending. */
+export function decodePendingWorkflowTask(bytes: Uint8Array): WirePendingWorkflowTask | null {
+  const r = pb.Reader.create(bytes);
+  const task = nested(r, r.len, 5);
+  if (!task) return null;
+  r.pos = task[0];
+  const t: WirePendingWorkflowTask = { attempt: 1 };
+  eachField(r, task[1], (f) => {
+    if (f !== 5) return false;
+    t.attempt = r.int32();
+    return true;
+  });
+  return t;
+}
+
 export interface WirePoller {
   identity: string;
   lastAccessMs: number | null;

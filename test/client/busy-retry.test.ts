@@ -1,6 +1,6 @@
 import { status } from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
-import { isQueryBufferFull, isQueryTimeout, isTaskFailedState, LIVE_POLL_MS, noLiveWorker, retryQuery, retryWhileBusy } from '../../src/client/busy-retry';
+import { isQueryBufferFull, isQueryTimeout, isTaskFailedState, LIVE_POLL_MS, noLiveWorker, retryQuery, retryWhileBusy, STUCK_TASK_ATTEMPTS, stuckWorkflowTask } from '../../src/client/busy-retry';
 import { QUERY_TAIL } from '../../src/messages/errors';
 
 // Refusals a waiter asks again after: the update limit, and a workflow whose last task
@@ -95,5 +95,16 @@ describe('no live worker', () => {
     calls = 0;
     const answer = await retryQuery(async () => (++calls < 2 ? Promise.reject(queryTimedOut()) : 'state'), { whyNot: async () => Promise.reject(new Error('describe failed')) });
     expect([answer, calls]).toEqual(['state', 2]);
+  });
+});
+
+describe('stuckWorkflowTask', () => {
+  it('names a task that failed on its last attempts, not one failed once or twice, nor none pending', () => {
+    expect(stuckWorkflowTask('orders', null)).toBeNull();
+    expect(stuckWorkflowTask('orders', { attempt: 1 })).toBeNull();
+    expect(stuckWorkflowTask('orders', { attempt: STUCK_TASK_ATTEMPTS - 1 })).toBeNull();
+    const why = stuckWorkflowTask('orders', { attempt: STUCK_TASK_ATTEMPTS + 2 });
+    expect(why).toMatch(new RegExp(`^table orders: its workflow task failed ${STUCK_TASK_ATTEMPTS + 1} times in a row, `));
+    expect(why).toContain('turnstile table reset');
   });
 });

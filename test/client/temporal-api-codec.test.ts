@@ -1,7 +1,7 @@
 import Long from 'long';
 import { temporal, google } from '@temporalio/proto';
 import { describe, expect, it } from 'vitest';
-import { decodePendingActivities, decodePollers, decodeQueryResponse, decodeWorkflowTaskQueue, encodeDescribeRequest, encodeDescribeTaskQueueRequest, encodeQueryRequest } from '../../src/client/temporal-api-codec';
+import { decodePendingActivities, decodePendingWorkflowTask, decodePollers, decodeQueryResponse, decodeWorkflowTaskQueue, encodeDescribeRequest, encodeDescribeTaskQueueRequest, encodeQueryRequest } from '../../src/client/temporal-api-codec';
 import { payloadValue } from '../../src/client/read-client';
 
 // The hand-written encoding of the read-only client against the SDK's own generated
@@ -59,6 +59,12 @@ describe('read-only client wire format', () => {
     expect(decodeWorkflowTaskQueue(described)).toBe('tq-orders');
     expect(decodePendingActivities(described).map((p) => p.activityId)).toEqual(['a']);
     expect(decodeWorkflowTaskQueue(svc.DescribeWorkflowExecutionResponse.encode({ pendingActivities: [{ activityId: 'a' }] }).finish())).toBeNull();
+    expect(decodePendingWorkflowTask(described)).toBeNull();
+    const failing = svc.DescribeWorkflowExecutionResponse.encode({
+      pendingActivities: [{ activityId: 'a', attempt: 9 }],
+      pendingWorkflowTask: { state: 1, scheduledTime: google.protobuf.Timestamp.create({ seconds: Long.fromNumber(1_700_000_000) }), attempt: 7 },
+    }).finish();
+    expect(decodePendingWorkflowTask(failing)).toEqual({ attempt: 7 });
     const pollers = svc.DescribeTaskQueueResponse.encode({
       pollers: [
         { lastAccessTime: google.protobuf.Timestamp.create({ seconds: Long.fromNumber(1_700_000_000), nanos: 5_000_000 }), identity: '12@host', ratePerSecond: 100000 },

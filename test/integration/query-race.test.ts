@@ -1,9 +1,7 @@
-import { afterAll, beforeAll, expect, inject, test } from 'vitest';
-import { NativeConnection, Worker } from '@temporalio/worker';
-import type { Client } from '@temporalio/client';
-import { connectClient } from '../../src/client/connect';
+import { expect, test } from 'vitest';
+import { Worker } from '@temporalio/worker';
 import { isQueryRace } from '../../src/client/busy-retry';
-import { installQuietRuntime } from '../../src/worker/runtime';
+import { useServerClients } from '../support/server-clients';
 import { uniqueName } from '../support/harness';
 import { firstTaskDone, probeBundle, replayError } from '../support/probe';
 import { sleep } from '../../src/util/sleep';
@@ -18,28 +16,17 @@ import { decision, finish, pingBy, type queryProbe } from '../support/fixtures/m
 // decides "timer". Which of the query and the next task a worker takes first is up to the
 // server, so each test repeats the scenario until the race happened.
 
-let client: Client;
-let connection: NativeConnection;
+const server = useServerClients();
 // The race needs the query's copy to handle the ping within a few ms of the deadline;
 // on a loaded machine 20 tries once found none (each try takes ~2.5 s).
 const ATTEMPTS = 40;
 
-beforeAll(async () => {
-  installQuietRuntime();
-  client = await connectClient({ address: inject('temporalAddress'), namespace: 'default' });
-  connection = await NativeConnection.connect({ address: inject('temporalAddress') });
-});
-afterAll(async () => {
-  await connection?.close();
-  await client?.connection.close();
-});
-
 /** One run: a worker that caches nothing ends the first task and stops; a query, then a ping, are sent with no worker; a caching worker starts. */
 async function race(bundle: { code: string }) {
   const taskQueue = uniqueName('tq-query-race');
-  const w1 = await Worker.create({ connection, taskQueue, workflowBundle: bundle, maxCachedWorkflows: 0 });
+  const w1 = await Worker.create({ connection: server.connection, taskQueue, workflowBundle: bundle, maxCachedWorkflows: 0 });
   const r1 = w1.run();
-  const handle = await client.workflow.start<typeof queryProbe>('queryProbe', { taskQueue, workflowId: uniqueName('query-race') });
+  const handle = await server.client.workflow.start<typeof queryProbe>('queryProbe', { taskQueue, workflowId: uniqueName('query-race') });
   await firstTaskDone(handle);
   w1.shutdown();
   await r1;
@@ -51,7 +38,7 @@ async function race(bundle: { code: string }) {
   await sleep(500);
   await handle.signal(pingBy, Date.now());
   await sleep(500);
-  const w2 = await Worker.create({ connection, taskQueue, workflowBundle: bundle });
+  const w2 = await Worker.create({ connection: server.connection, taskQueue, workflowBundle: bundle });
   const r2 = w2.run();
   const q = await query;
   await handle.signal(finish);
@@ -109,9 +96,9 @@ test('guarded (the table workflow\'s interceptor): the raced query fails, the co
 test('a query on the sticky queue right after a live task of a signal is answered, by the copy that ran it', async () => {
   const bundle = await probeBundle(true);
   const taskQueue = uniqueName('tq-sticky-query');
-  const worker = await Worker.create({ connection, taskQueue, workflowBundle: bundle });
+  const worker = await Worker.create({ connection: server.connection, taskQueue, workflowBundle: bundle });
   await worker.runUntil(async () => {
-    const handle = await client.workflow.start<typeof queryProbe>('queryProbe', { taskQueue, workflowId: uniqueName('sticky-query') });
+    const handle = await server.client.workflow.start<typeof queryProbe>('queryProbe', { taskQueue, workflowId: uniqueName('sticky-query') });
     await firstTaskDone(handle);
     for (let i = 0; i < 3; i++) {
       const before = (await handle.describe()).historyLength;
