@@ -17,7 +17,6 @@ const EventType = temporal.api.enums.v1.EventType;
 export class ResetRefused extends Error {}
 
 export interface RunReset {
-  table: string;
   oldRunId: string;
   newRunId: string;
   /** The event the new run's history is copied through: the old run's first completed workflow task. */
@@ -45,5 +44,5 @@ export async function resetToRunStart(client: Client, table: string, reason: str
     reason,
     resetReapplyType: temporal.api.enums.v1.ResetReapplyType.RESET_REAPPLY_TYPE_SIGNAL,
   });
-  return { table, oldRunId: run.runId, newRunId: r.runId ?? '', resetEventId };
+  return { oldRunId: run.runId, newRunId: r.runId ?? '', resetEventId };
 }
