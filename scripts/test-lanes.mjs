@@ -31,7 +31,7 @@ export const RUN_ALONE = ['test/integration/foresight.test.ts'];
  * printed again once both lanes end, so the end of a long log says what failed in a lane
  * that finished minutes before the other.
  */
-const failureLine = /(^|\s)(FAIL|×)\s/;
+export const isFailureLine = (line) => /(^|\s)(FAIL|×)\s/.test(line.replace(/\x1b\[[0-9;]*m/g, ''));
 
 /** Runs vitest with `args`; resolves to its exit status. With `prefix`, its output lines are prefixed (two lanes share one terminal) and its failure lines are kept in `failures`. */
 function vitest(bin, args, env, cwd, prefix, failures = []) {
@@ -47,7 +47,7 @@ function vitest(bin, args, env, cwd, prefix, failures = []) {
         partial = lines.pop();
         for (const line of lines) {
           to.write(`${prefix}${line}\n`);
-          if (failureLine.test(line.replace(/\x1b\[[0-9;]*m/g, ''))) failures.push(line);
+          if (isFailureLine(line)) failures.push(line);
         }
       });
       from.on('end', () => partial && to.write(`${prefix}${partial}\n`));
