@@ -146,7 +146,7 @@ if (mode === 'test') {
   // The worker malloc tunables in the dev process, whose workers merge: as README
   // "Running workers" asks of every worker (src/worker/allocator-env.ts says why; this
   // file runs before anything is built, so the list is repeated here).
-  const want = ['glibc.malloc.mmap_threshold=33554432', 'glibc.malloc.trim_threshold=67108864'];
+  const want = ['glibc.malloc.mmap_threshold=33554432', 'glibc.malloc.trim_threshold=67108864', 'glibc.malloc.arena_max=1'];
   const set = (process.env.GLIBC_TUNABLES ?? '').split(':').filter(Boolean);
   const missing = want.filter((kv) => !set.some((s) => s.startsWith(`${kv.split('=')[0]}=`)));
   const tunables = missing.length ? { GLIBC_TUNABLES: [...set, ...missing].join(':') } : {};

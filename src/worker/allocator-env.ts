@@ -1,7 +1,7 @@
 // A worker touches hundreds of MiB of fresh memory per large merge (Arrow columns,
 // hash tables, Lance's buffers), and glibc hands most of it back to the kernel between
 // merges: on these machines a merge of 10 x 100k rows took ~50,000 minor page faults in
-// the worker, ~4 us each. Two glibc malloc tunables (glibc reads them when a process
+// the worker, ~4-15 us each. Three glibc malloc tunables (glibc reads them when a process
 // starts, so they belong in the environment of whatever launches workers; the project's
 // own launchers set them, README "Running workers" tells operators to; elsewhere they
 // are ignored):
@@ -16,6 +16,14 @@
 //   budget (its bound is budget + idle baseline, ~1.4 GiB); with 64 MiB it stayed at
 //   1.11-1.12 GiB, and a C check of malloc + touch + free of 1-31 MiB buffers faults 548
 //   times (561 with 512 MiB, 4,831 with hugetlb alone, 53,159 with nothing).
+// - arena_max=1: one arena for every thread. A merge's memory changes hands between
+//   threads: the main thread reads and encodes a batch and frees it, then Lance's
+//   threads allocate as much for the upsert. With an arena per thread (glibc's default,
+//   up to 8 per core) what one thread freed is fresh memory to the other; with one arena
+//   Lance reuses what the preparation gave back. Cold merges took a third fewer page
+//   faults and ~50 MiB less peak RSS, and 1,000-seal runs of many small merges did not
+//   get slower (bench/README.md, "Merge throughput"): allocations under ~1 KiB come from
+//   per-thread caches without the arena's lock, and a worker has few busy threads.
 // Not `hugetlb=1` (transparent huge pages for malloc), which this list used to
 // carry: it halves the page faults, but each fault then zeroes 2 MiB of
 // memory the VM may never have touched, and on these machines touching a
@@ -24,7 +32,7 @@
 // 1.18 s without (interleaved, bench/README.md). An operator whose hosts do better can
 // still set it: a tunable already in the environment is kept.
 
-export const WORKER_MALLOC_TUNABLES = ['glibc.malloc.mmap_threshold=33554432', 'glibc.malloc.trim_threshold=67108864'] as const;
+export const WORKER_MALLOC_TUNABLES = ['glibc.malloc.mmap_threshold=33554432', 'glibc.malloc.trim_threshold=67108864', 'glibc.malloc.arena_max=1'] as const;
 
 /** `env` with the worker's malloc tunables added; a tunable the operator already set keeps their value. */
 export function withWorkerMalloc(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {

@@ -26,12 +26,13 @@ describe('worker start', () => {
   });
 
   it('adds the worker malloc tunables to the environment, keeping each one the operator set', () => {
-    const all = 'glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=67108864';
+    const all = 'glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=67108864:glibc.malloc.arena_max=1';
     expect(withWorkerMalloc({}).GLIBC_TUNABLES).toBe(all);
-    expect(withWorkerMalloc({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' }).GLIBC_TUNABLES).toBe(`glibc.malloc.arena_max=2:${all}`);
+    expect(withWorkerMalloc({ GLIBC_TUNABLES: 'glibc.malloc.tcache_count=16' }).GLIBC_TUNABLES).toBe(`glibc.malloc.tcache_count=16:${all}`);
+    expect(withWorkerMalloc({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=4' }).GLIBC_TUNABLES).toBe('glibc.malloc.arena_max=4:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=67108864');
     // Huge pages are not among them (slower on these VMs), but one the operator asks for is kept.
     expect(withWorkerMalloc({ GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1' }).GLIBC_TUNABLES).toBe(`glibc.malloc.hugetlb=1:${all}`);
-    expect(withWorkerMalloc({ GLIBC_TUNABLES: 'glibc.malloc.trim_threshold=1:glibc.malloc.mmap_threshold=2:glibc.malloc.hugetlb=0' }).GLIBC_TUNABLES).toBe('glibc.malloc.trim_threshold=1:glibc.malloc.mmap_threshold=2:glibc.malloc.hugetlb=0');
+    expect(withWorkerMalloc({ GLIBC_TUNABLES: 'glibc.malloc.trim_threshold=1:glibc.malloc.mmap_threshold=2:glibc.malloc.arena_max=3:glibc.malloc.hugetlb=0' }).GLIBC_TUNABLES).toBe('glibc.malloc.trim_threshold=1:glibc.malloc.mmap_threshold=2:glibc.malloc.arena_max=3:glibc.malloc.hugetlb=0');
   });
 
   it('npm start sets the same tunables (scripts/bootstrap.mjs runs before anything is built, so it repeats the list)', () => {
