@@ -8,7 +8,7 @@
 // apart, in a window before the writers start where every table is idle, and their
 // workflow tasks during the run are counted from their histories.
 //
-//   npx tsx bench/many-tables.ts [--tables 1000] [--idle 0] [--idle-window-secs 240] [--workers 2] [--minutes 10] [--interval-secs 60] [--rows 100] [--wait-merged] [--no-settle] [--start-dev-defaults]
+//   npx tsx bench/many-tables.ts [--tables 1000] [--idle 0] [--idle-window-secs 240] [--workers 2] [--minutes 10] [--interval-secs 60] [--rows 100] [--wait-merged] [--no-settle] [--start-dev-defaults] [--server-pprof-port PORT]
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -47,6 +47,8 @@ const { values: opt } = parseArgs({
     'no-settle': { type: 'boolean', default: false },
     /** start-dev's own SQLite and search-attribute settings instead of ours, to compare. */
     'start-dev-defaults': { type: 'boolean', default: false },
+    // Serves the dev server's Go pprof here: go tool pprof http://127.0.0.1:PORT/debug/pprof/profile?seconds=90
+    'server-pprof-port': { type: 'string' },
   },
 });
 const num = (name: keyof typeof opt, min: number): number => {
@@ -72,6 +74,7 @@ const MINUTES = num('minutes', 0.01);
 const WARM_MS = num('warm-up-minutes', 0) * 60_000;
 const INTERVAL_MS = num('interval-secs', 0.1) * 1000;
 const ROWS = Math.floor(num('rows', 1));
+const PPROF_PORT = opt['server-pprof-port'] === undefined ? undefined : Math.floor(num('server-pprof-port', 1));
 /**
  * With --wait-merged every seal is followed by a MergeWaiter wait (read-your-merges, an
  * awaitMerged update per seal: about two more workflow tasks each) and a table seals its
@@ -127,7 +130,7 @@ const firstSnapshotDone = (st: StatusView): boolean => !st.snapshot.running && s
 async function main(): Promise<void> {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-bench-many-'));
   const root = path.join(tmp, 'data');
-  const { address, server } = await benchServer(tmp, { startDevDefaults: opt['start-dev-defaults'] === true });
+  const { address, server } = await benchServer(tmp, { startDevDefaults: opt['start-dev-defaults'] === true, ...(PPROF_PORT ? { pprofPort: PPROF_PORT } : {}) });
   const client = await connectClient({ address, namespace: 'default' });
   const taskQueue = `bench-many-${process.pid}`;
   const workers: ChildProcess[] = [];

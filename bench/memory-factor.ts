@@ -8,6 +8,7 @@ import type { PreparedMerge } from '../activities/contract';
 import { shardNames } from '../src/messages/names';
 import { createTableMeta, sealGeneration } from '../src/storage/generation-store';
 import { generationFile, tableLayout } from '../src/storage/layout';
+import { withWorkerMalloc } from '../src/worker/allocator-env';
 import { generateRows } from '../src/writer';
 import { mib } from './support';
 
@@ -36,7 +37,8 @@ async function child(step: string, root: string, arg: string): Promise<void> {
 }
 
 function measure(step: string, root: string, arg: unknown): { added: number; out: unknown } {
-  const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', __filename, '--child', step, root, JSON.stringify(arg)], { encoding: 'utf8', maxBuffer: 2 ** 24 });
+  // With a worker's malloc tunables: the reservations are for workers, which run with them.
+  const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', __filename, '--child', step, root, JSON.stringify(arg)], { encoding: 'utf8', maxBuffer: 2 ** 24, env: withWorkerMalloc(process.env) });
   if (r.status !== 0) throw new Error(`${step} child failed: ${r.stderr}`);
   const m = JSON.parse(r.stdout.trim().split('\n').pop()!) as { before: number; peak: number; out: unknown };
   return { added: m.peak - m.before, out: m.out };

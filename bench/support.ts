@@ -19,7 +19,7 @@ export async function temporalBinary(): Promise<string> {
 }
 
 /** TEMPORAL_ADDRESS when set, else a headless dev server of our own under `dir`. */
-export async function benchServer(dir: string, opts: { startDevDefaults?: boolean } = {}): Promise<{ address: string; server?: DevServer }> {
+export async function benchServer(dir: string, opts: { startDevDefaults?: boolean; pprofPort?: number } = {}): Promise<{ address: string; server?: DevServer }> {
   if (process.env.TEMPORAL_ADDRESS) return { address: process.env.TEMPORAL_ADDRESS };
   const server = await startDevServer({ binary: await temporalBinary(), dbFile: path.join(dir, 'temporal.db'), headless: true, logFile: path.join(dir, 'temporal.log'), ...opts });
   return { address: server.address, server };

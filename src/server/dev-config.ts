@@ -23,6 +23,8 @@ export interface DevConfigInput {
   /** SQLite's `synchronous` pragma: `normal` (ours) or `full` (SQLite's default, what start-dev ran with). */
   synchronous: 'normal' | 'full';
   logLevel?: string;
+  /** Serves Go's pprof (/debug/pprof/) on this port of 127.0.0.1: benchmarks profile the server with it. */
+  pprofPort?: number;
 }
 
 const q = (s: string): string => JSON.stringify(s);
@@ -57,7 +59,7 @@ persistence:
         maxConnLifetime: "1h"
 
 global:
-  membership:
+${c.pprofPort ? `  pprof:\n    port: ${c.pprofPort}\n` : ''}  membership:
     maxJoinDuration: 30s
     broadcastAddress: "127.0.0.1"
   metrics:

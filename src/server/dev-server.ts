@@ -41,6 +41,8 @@ export interface DevServerOptions {
    * search attribute cache bypassed), to measure what ours buy.
    */
   startDevDefaults?: boolean;
+  /** Benchmarks only: serve Go's pprof on this port (`go tool pprof http://127.0.0.1:PORT/debug/pprof/profile`). */
+  pprofPort?: number;
 }
 
 export interface DevServer {
@@ -144,6 +146,7 @@ async function startOnce(opts: DevServerOptions, reusePorts: boolean): Promise<D
       // the WAL at checkpoints only: a killed server process loses nothing (the WAL is in
       // the OS), an OS crash or power loss may lose the last transactions.
       synchronous: opts.startDevDefaults ? 'full' : 'normal',
+      ...(opts.pprofPort ? { pprofPort: opts.pprofPort } : {}),
     }),
   );
   const address = `127.0.0.1:${ports.frontend}`;
