@@ -21,9 +21,10 @@
 //   threads allocate as much for the upsert. With an arena per thread (glibc's default,
 //   up to 8 per core) what one thread freed is fresh memory to the other; with one arena
 //   Lance reuses what the preparation gave back. Cold merges took a third fewer page
-//   faults and ~50 MiB less peak RSS, and 1,000-seal runs of many small merges did not
-//   get slower (bench/README.md, "Merge throughput"): allocations under ~1 KiB come from
-//   per-thread caches without the arena's lock, and a worker has few busy threads.
+//   faults and ~50 MiB less peak RSS, and 3,000-seal runs of many small merges took as
+//   much CPU within their noise (bench/README.md, "Merge throughput"): allocations under
+//   ~1 KiB come from per-thread caches without the arena's lock, and on 2 cores a worker
+//   has few busy threads (docs/operations.md says what to check on larger hosts).
 // Not `hugetlb=1` (transparent huge pages for malloc), which this list used to
 // carry: it halves the page faults, but each fault then zeroes 2 MiB of
 // memory the VM may never have touched, and on these machines touching a
