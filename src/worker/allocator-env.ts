@@ -25,9 +25,8 @@
 //   much CPU within their noise (bench/README.md, "Merge throughput"): allocations under
 //   ~1 KiB come from per-thread caches without the arena's lock, and on 2 cores a worker
 //   has few busy threads (docs/operations.md says what to check on larger hosts).
-// Not `hugetlb=1` (transparent huge pages for malloc), which this list used to
-// carry: it halves the page faults, but each fault then zeroes 2 MiB of
-// memory the VM may never have touched, and on these machines touching a
+// Not `hugetlb=1` (transparent huge pages for malloc): it halves the page faults,
+// but each fault then zeroes 2 MiB of memory the VM may never have touched, and on these machines touching a
 // fresh 16 MiB buffer took 100-190 ms with it against 13 ms without; a cold merge of
 // 2 x 4 x 150k rows took the worker 1.61 / 1.35 / 1.42 s with it and 1.16 / 0.95 /
 // 1.18 s without (interleaved, bench/README.md). An operator whose hosts do better can
