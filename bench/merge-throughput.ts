@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { NewestRowPerKey } from '../activities/newest-row-per-key';
 import { connectClient } from '../src/client/connect';
 import { MergeWaiter } from '../src/client/merge-waiter';
@@ -24,7 +24,7 @@ import { TableWriter, workflowArgsFor } from '../src/client/table-writer';
 import { shardNames, workflowIdForTable } from '../src/messages/names';
 import type { ArrowTable } from '../src/storage/arrow';
 import { createTableMeta } from '../src/storage/generation-store';
-import { joinLoc } from '../src/storage/location';
+import { dirnameLoc, joinLoc } from '../src/storage/location';
 import { conditionalUpsert, openLanceTable, openOrCreateLanceTable } from '../src/storage/lance-table';
 import { tableFromRows, withSeqColumn } from '../src/storage/records';
 import { generateRows } from '../src/writer';
@@ -45,6 +45,10 @@ const { values: opt } = parseArgs({
     // B1 once into a table of its own, before the timed runs: steady-state processes
     // instead of ones that touch all their memory for the first time.
     'warm-up': { type: 'boolean', default: false },
+    // Internal: the process B1 or B2 runs in (per-generation or per-shard), its root and table.
+    direct: { type: 'string' },
+    'direct-root': { type: 'string' },
+    'direct-table': { type: 'string' },
   },
 });
 if (opt.storage !== 'fs' && opt.storage !== 's3') throw new Error(`--storage: ${JSON.stringify(opt.storage)} is not valid; accepted: fs, s3`);
@@ -66,7 +70,7 @@ const SHARDS = shardNames(positive('shards', opt.shards));
 const GENERATIONS = positive('generations', opt.generations);
 const ROWS = positive('rows', opt.rows);
 const KEY = 'id';
-const TABLE = `bench-${process.pid}`; // unique, in case TEMPORAL_ADDRESS points at a shared server
+const TABLE = opt['direct-table'] ?? `bench-${process.pid}`; // unique, in case TEMPORAL_ADDRESS points at a shared server
 const WARM_UP = opt['warm-up'] === true;
 const WARM_UP_TABLE = `${TABLE}-warm-up`;
 
@@ -262,6 +266,39 @@ async function direct(root: string, method: string, gens: Map<string, ArrowTable
   return { method, rows: total, secs, faults, note: `${merges} mergeInserts, ${((cpu.user + cpu.system) / 1e6).toFixed(2)} CPU s, ${faults ?? '?'} page faults` };
 }
 
+const DIRECT_RESULT = 'direct result: ';
+
+/**
+ * B1 or B2 in a fresh process of its own, as A's worker is: run in this process after A,
+ * a direct run took 0.3-0.5 s more CPU and up to twice as many page faults as in a
+ * fresh one, so the order of the runs, not the method, decided part of the ratio.
+ */
+function directInChild(root: string, perShard: boolean): Promise<{ result: Result; warmUpSecs: number | null }> {
+  const args = [...process.execArgv, process.argv[1]!, ...process.argv.slice(2), '--direct', perShard ? 'per-shard' : 'per-generation', '--direct-root', root, '--direct-table', TABLE];
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const line = out.split('\n').find((l) => l.startsWith(DIRECT_RESULT));
+      if (code !== 0 || !line) reject(new Error(`the ${perShard ? 'B2' : 'B1'} process exited ${code}: ${out.slice(-2000)}`));
+      else resolve(JSON.parse(line.slice(DIRECT_RESULT.length)) as { result: Result; warmUpSecs: number | null });
+    });
+  });
+}
+
+/** The body of a directInChild process: the same generations, B1 (after its warm-up with --warm-up) or B2. */
+async function directMain(mode: string, root: string): Promise<void> {
+  if (mode !== 'per-generation' && mode !== 'per-shard') throw new Error(`--direct: ${JSON.stringify(mode)} is not valid; accepted: per-generation, per-shard`);
+  const perShard = mode === 'per-shard';
+  const gens = new Map(SHARDS.map((s) => [s, Array.from({ length: GENERATIONS }, (_, g) => genRows(s, g))]));
+  const total = SHARDS.length * GENERATIONS * ROWS;
+  const warmUp = WARM_UP && !perShard ? await direct(joinLoc(dirnameLoc(root), 'direct-warm-up'), 'B1 warm-up', gens, total, false) : null;
+  const result = await direct(root, perShard ? 'B2 direct, 1 merge/shard' : 'B1 direct, 1 merge/generation', gens, total, perShard);
+  console.log(`${DIRECT_RESULT}${JSON.stringify({ result, warmUpSecs: warmUp?.secs ?? null })}`);
+}
+
 /** Every row as one string, sorted by key: equal arrays mean equal tables. */
 async function contents(root: string): Promise<string[]> {
   const tbl = await openLanceTable(root, TABLE);
@@ -306,13 +343,10 @@ async function main(): Promise<void> {
 
     const a = await throughWorkflow(tmp, base, gens, total);
     console.log(`A  done in ${a.result.secs.toFixed(2)} s (${a.result.note})`);
-    if (WARM_UP) {
-      const warm = await direct(joinLoc(base, 'direct-warm-up'), 'B1 warm-up', gens, total, false);
-      console.log(`B1 warm-up (not timed): ${warm.secs.toFixed(2)} s`);
-    }
-    const b1 = await direct(joinLoc(base, 'direct-per-generation'), 'B1 direct, 1 merge/generation', gens, total, false);
+    const { result: b1, warmUpSecs } = await directInChild(joinLoc(base, 'direct-per-generation'), false);
+    if (warmUpSecs !== null) console.log(`B1 warm-up (not timed): ${warmUpSecs.toFixed(2)} s`);
     console.log(`B1 done in ${b1.secs.toFixed(2)} s`);
-    const b2 = await direct(joinLoc(base, 'direct-per-shard'), 'B2 direct, 1 merge/shard', gens, total, true);
+    const { result: b2 } = await directInChild(joinLoc(base, 'direct-per-shard'), true);
     console.log(`B2 done in ${b2.secs.toFixed(2)} s`);
 
     const [ca, cb1, cb2] = [await contents(a.root), await contents(joinLoc(base, 'direct-per-generation')), await contents(joinLoc(base, 'direct-per-shard'))];
@@ -344,7 +378,7 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((e: unknown) => {
+(opt.direct ? directMain(opt.direct, String(opt['direct-root'])) : main()).catch((e: unknown) => {
   console.error(`merge-throughput: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
   process.exitCode = 1;
 });
