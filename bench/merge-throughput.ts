@@ -270,7 +270,7 @@ const DIRECT_RESULT = 'direct result: ';
 
 /**
  * B1 or B2 in a fresh process of its own, as A's worker is: run in this process after A,
- * a direct run took 0.3-0.5 s more CPU and up to twice as many page faults as in a
+ * a direct run took 0.2-0.5 s more CPU and up to twice as many page faults as in a
  * fresh one, so the order of the runs, not the method, decided part of the ratio.
  */
 function directInChild(root: string, perShard: boolean): Promise<{ result: Result; warmUpSecs: number | null }> {
