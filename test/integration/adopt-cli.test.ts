@@ -119,9 +119,13 @@ describe('mode', () => {
       startedAtMs: Date.now(),
       lastSeenMs: Date.now(),
     };
-    const refresh = () => writeRecord(h.dataRoot, { ...old, lastSeenMs: Date.now() });
-    await refresh();
-    const timer = setInterval(() => void refresh(), 1000);
+    // The last write is awaited before the record is removed: one still in flight would
+    // bring the record back after the removal.
+    let writing: Promise<void> = writeRecord(h.dataRoot, { ...old, lastSeenMs: Date.now() });
+    await writing;
+    const timer = setInterval(() => {
+      writing = writing.then(() => writeRecord(h.dataRoot, { ...old, lastSeenMs: Date.now() }));
+    }, 1000);
     try {
       expectRefused(await turnstile('mode', name, 'active'), /0\.2\.0-abcdef123456/);
       // Shadow is always accepted.
@@ -130,7 +134,7 @@ describe('mode', () => {
     } finally {
       clearInterval(timer);
     }
-    await new Promise((r) => setTimeout(r, 50));
+    await writing;
     await removeRecord(h.dataRoot, old.identity);
     const active = await turnstile('mode', name, 'active');
     expect(active.code, active.stderr).toBe(0);
