@@ -3,6 +3,7 @@
 //   B1  direct, the naive client: one conditional mergeInsert per generation;
 //   B2  direct, batched: one mergeInsert per shard with all its generations deduplicated
 //       together (Turnstile's batching without Temporal), to show where the time goes.
+// B1 and B2 each run in a fresh process (this script again, with --direct), as A's worker does.
 // Then checks the three Lance tables hold identical rows. Ratios, not absolute numbers:
 // these machines are noisy.
 //
