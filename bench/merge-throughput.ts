@@ -84,6 +84,12 @@ const STEP = Math.floor(WINDOW / 4);
 const genRows = (shard: string, g: number): ArrowTable =>
   tableFromRows(generateRows({ keys: [g * STEP, g * STEP + WINDOW - 1], count: ROWS, shard, shards: SHARDS, seed: g + 1 }), KEY);
 
+/** Every shard's generations, the same in every process of the bench (seeded), and their row count. */
+function generations(): { gens: Map<string, ArrowTable[]>; total: number } {
+  const gens = new Map(SHARDS.map((s) => [s, Array.from({ length: GENERATIONS }, (_, g) => genRows(s, g))]));
+  return { gens, total: SHARDS.length * GENERATIONS * ROWS };
+}
+
 interface Result {
   method: string;
   rows: number;
@@ -293,8 +299,7 @@ function directInChild(root: string, perShard: boolean): Promise<{ result: Resul
 async function directMain(mode: string, root: string): Promise<void> {
   if (mode !== 'per-generation' && mode !== 'per-shard') throw new Error(`--direct: ${JSON.stringify(mode)} is not valid; accepted: per-generation, per-shard`);
   const perShard = mode === 'per-shard';
-  const gens = new Map(SHARDS.map((s) => [s, Array.from({ length: GENERATIONS }, (_, g) => genRows(s, g))]));
-  const total = SHARDS.length * GENERATIONS * ROWS;
+  const { gens, total } = generations();
   const warmUp = WARM_UP && !perShard ? await direct(joinLoc(dirnameLoc(root), 'direct-warm-up'), 'B1 warm-up', gens, total, false) : null;
   const result = await direct(root, perShard ? 'B2 direct, 1 merge/shard' : 'B1 direct, 1 merge/generation', gens, total, perShard);
   console.log(`${DIRECT_RESULT}${JSON.stringify({ result, warmUpSecs: warmUp?.secs ?? null })}`);
@@ -335,9 +340,8 @@ async function main(): Promise<void> {
   const s3 = opt.storage === 's3' ? await benchS3(tmp) : undefined;
   const base = s3 ? s3.root : tmp;
   try {
-    // Pre-generated (and converted to Arrow) before any clock starts, shared by all three.
-    const gens = new Map(SHARDS.map((s) => [s, Array.from({ length: GENERATIONS }, (_, g) => genRows(s, g))]));
-    const total = SHARDS.length * GENERATIONS * ROWS;
+    // Generated (and converted to Arrow) before any clock starts; B1 and B2 make the same in their processes.
+    const { gens, total } = generations();
     console.log(`merge throughput: ${SHARDS.length} shards x ${GENERATIONS} generations x ${ROWS} rows = ${total} rows (overlapping keys), ${os.cpus().length} cores, storage ${base}`);
     const touchUs = firstTouchMicros();
     console.log(`first touch of a fresh 4 KiB page here: ${touchUs.toFixed(1)} us`);
