@@ -160,6 +160,7 @@ interface RunA {
   peakOfRound: boolean;
   bytesSealed: number;
   cpu: CpuUse;
+  workerPid: number;
 }
 
 /** A: seal everything through TableWriter and wait until every shard is merged through its last seq. */
@@ -217,7 +218,7 @@ async function throughWorkflow(tmp: string, base: string, gens: Map<string, Arro
       const phases = phasesOf(history, sealMs);
       if (opt.timeline && name === TABLE) console.log([`timeline (ms after the first seal, at epoch ${t0Epoch} ms):`, ...formatTimeline(history, t0Epoch, sealedAt)].join('\n'));
       const note = `${status.counters.turns.merge} merge turns, ${status.counters.rowsMerged} rows changed, ${writer.demand.signalsSent} demand signals`;
-      return { result: { method: 'A  Turnstile (workflow)', rows: total, secs, note }, root, phases, workerPeakRss, workerRssBefore, peakOfRound, bytesSealed, cpu };
+      return { result: { method: 'A  Turnstile (workflow)', rows: total, secs, note }, root, phases, workerPeakRss, workerRssBefore, peakOfRound, bytesSealed, cpu, workerPid: w.pid! };
     };
     if (WARM_UP) {
       const warm = await round(WARM_UP_TABLE);
@@ -280,7 +281,7 @@ const DIRECT_RESULT = 'direct result: ';
  * a direct run took 0.2-0.5 s more CPU and up to twice as many page faults as in a
  * fresh one, so the order of the runs, not the method, decided part of the ratio.
  */
-function directInChild(root: string, perShard: boolean): Promise<{ result: Result; warmUpSecs: number | null }> {
+function directInChild(root: string, perShard: boolean): Promise<{ result: Result; warmUpSecs: number | null; pid: number }> {
   const args = [...process.execArgv, process.argv[1]!, ...process.argv.slice(2), '--direct', perShard ? 'per-shard' : 'per-generation', '--direct-root', root, '--direct-table', TABLE];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -290,7 +291,7 @@ function directInChild(root: string, perShard: boolean): Promise<{ result: Resul
     child.on('close', (code) => {
       const line = out.split('\n').find((l) => l.startsWith(DIRECT_RESULT));
       if (code !== 0 || !line) reject(new Error(`the ${perShard ? 'B2' : 'B1'} process exited ${code}: ${out.slice(-2000)}`));
-      else resolve(JSON.parse(line.slice(DIRECT_RESULT.length)) as { result: Result; warmUpSecs: number | null });
+      else resolve(JSON.parse(line.slice(DIRECT_RESULT.length)) as { result: Result; warmUpSecs: number | null; pid: number });
     });
   });
 }
@@ -302,7 +303,7 @@ async function directMain(mode: string, root: string): Promise<void> {
   const { gens, total } = generations();
   const warmUp = WARM_UP && !perShard ? await direct(joinLoc(dirnameLoc(root), 'direct-warm-up'), 'B1 warm-up', gens, total, false) : null;
   const result = await direct(root, perShard ? 'B2 direct, 1 merge/shard' : 'B1 direct, 1 merge/generation', gens, total, perShard);
-  console.log(`${DIRECT_RESULT}${JSON.stringify({ result, warmUpSecs: warmUp?.secs ?? null })}`);
+  console.log(`${DIRECT_RESULT}${JSON.stringify({ result, warmUpSecs: warmUp?.secs ?? null, pid: process.pid })}`);
 }
 
 /** Every row as one string, sorted by key: equal arrays mean equal tables. */
@@ -348,11 +349,12 @@ async function main(): Promise<void> {
 
     const a = await throughWorkflow(tmp, base, gens, total);
     console.log(`A  done in ${a.result.secs.toFixed(2)} s (${a.result.note})`);
-    const { result: b1, warmUpSecs } = await directInChild(joinLoc(base, 'direct-per-generation'), false);
+    const { result: b1, warmUpSecs, pid: b1Pid } = await directInChild(joinLoc(base, 'direct-per-generation'), false);
     if (warmUpSecs !== null) console.log(`B1 warm-up (not timed): ${warmUpSecs.toFixed(2)} s`);
     console.log(`B1 done in ${b1.secs.toFixed(2)} s`);
-    const { result: b2 } = await directInChild(joinLoc(base, 'direct-per-shard'), true);
+    const { result: b2, pid: b2Pid } = await directInChild(joinLoc(base, 'direct-per-shard'), true);
     console.log(`B2 done in ${b2.secs.toFixed(2)} s`);
+    console.log(`processes: bench and A's writers ${process.pid}, A's worker ${a.workerPid}, B1 ${b1Pid}, B2 ${b2Pid}`);
 
     const [ca, cb1, cb2] = [await contents(a.root), await contents(joinLoc(base, 'direct-per-generation')), await contents(joinLoc(base, 'direct-per-shard'))];
     const ok = [compare('A vs B1 (sorted rows by key)', ca, cb1), compare('B2 vs B1 (sorted rows by key)', cb2, cb1)].every(Boolean);

@@ -33,6 +33,10 @@ test('merge-throughput: A equals B1 row for row, and the phase report is printed
   expect(out).toMatch(/^first touch of a fresh 4 KiB page here: [\d.]+ us$/m);
   expect(out).toMatch(/^page faults \(x [\d.]+ us\): A's worker \d+ \(~[\d.]+ s\), A's writers \d+ \(~[\d.]+ s\), B1 \d+ \(~[\d.]+ s\)$/m);
   expect(out).toMatch(/^worker page faults by thread: .*\d/m);
+  // B1 and B2 each in a process of its own: neither the bench's nor A's worker's.
+  const pids = /^processes: bench and A's writers (\d+), A's worker (\d+), B1 (\d+), B2 (\d+)$/m.exec(out)?.slice(1);
+  expect(pids).toHaveLength(4);
+  expect(new Set(pids).size).toBe(4);
 });
 
 test('writer-ceiling: seals and raw writes of the same bytes, side by side', async () => {
