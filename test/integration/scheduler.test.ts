@@ -10,7 +10,7 @@ import * as msg from '../../workflows/messages';
 import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';
 import { expectMergedExactly } from '../support/expect-exact';
 import { Load } from '../support/load';
-import { activityRuns, activityRunsOf, chainHistories, historyEvents, isCommit, longestTurnMs } from '../support/history';
+import { activityRuns, activityRunsOf, chainHistories, historyEvents, isCommit, longestContinueAsNewGapMs, longestTurnMs } from '../support/history';
 import { recordHistory } from '../support/record-history';
 import { sleep } from '../../src/util/sleep';
 import type { FreezePoint } from '../../activities/deps';
@@ -97,14 +97,17 @@ test('a commit-ready optimize waits at most maxTurnWaitSecs plus the longest tur
     // The merger really was hot: optimize got in only by promotion ...
     expect(waited).toBeGreaterThanOrEqual(3);
     // ... and no later than the bound. Both sides are on the workflow clock; status
-    // rounds to milliseconds and history timestamps are truncated to them.
-    // A continue-as-new between the end of the turn and the grant adds the new run's
-    // first workflow task, and when a signal came during the old run's last task (Temporal
-    // then refuses the continue-as-new) a replay of the old run first: ~0.6 s at 500
-    // events on a quiet machine, up to ~2 s with another suite running (measured 2.0 s
-    // over). At the former bound of 2,000 events such waits were 6-10 s.
-    const CONTINUE_AS_NEW_SECS = 3;
-    expect(waited).toBeLessThanOrEqual(3 + longestSecs + CONTINUE_AS_NEW_SECS);
+    // rounds to milliseconds and history timestamps are truncated to them (the 2 ms).
+    // A continue-as-new between the end of the turn and the grant adds the time until the
+    // new run's first workflow task, and when a signal came during the old run's last task
+    // (Temporal then refuses the continue-as-new) a replay of the old run first: ~0.6 s at
+    // 500 events on a quiet machine, 3 s and more beside the heaviest suites. That gap is
+    // the server's and the worker's, not the policy's, so it is measured from the chain
+    // and added; it still has a bound of its own, far above what was ever seen.
+    const canGapSecs = longestContinueAsNewGapMs(chain) / 1000;
+    console.log(`hot merger: longest continue-as-new gap ${canGapSecs} s`);
+    expect(canGapSecs).toBeLessThanOrEqual(15);
+    expect(waited).toBeLessThanOrEqual(3 + longestSecs + canGapSecs + 0.002);
     await recordHistory(slow.client, handle, 'hot-merger');
   } finally {
     await slow.close();

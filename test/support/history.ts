@@ -148,6 +148,23 @@ export function longestTurnMs(runs: ActivityRun[]): number {
   return Math.max(0, ...runs.filter(isCommit).map((r) => (r.seenClosedAtMs ?? r.decidedAtMs) - r.decidedAtMs));
 }
 
+/**
+ * The longest time a continue-as-new kept a chain's turn free: from the moment a run saw
+ * its last commit close to the first workflow task of the run after it (where the next
+ * turn can be granted). Under load it includes a refused continue-as-new's retry and a
+ * replay of the old run; a wait for the turn spanning it is longer by that much.
+ */
+export function longestContinueAsNewGapMs(chain: History[]): number {
+  let longest = 0;
+  for (let i = 0; i + 1 < chain.length; i++) {
+    const lastCommit = activityRunsOf(chain[i]!).filter(isCommit).at(-1);
+    const firstTask = chain[i + 1]!.events?.find((e) => e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_STARTED);
+    if (!lastCommit?.seenClosedAtMs || !firstTask) continue;
+    longest = Math.max(longest, ms(firstTask.eventTime) - lastCommit.seenClosedAtMs);
+  }
+  return longest;
+}
+
 /** The UI summaries of the commit activities, in scheduling order. */
 export async function commitSummaries(handle: WorkflowHandle): Promise<string[]> {
   const history = await handle.fetchHistory();
