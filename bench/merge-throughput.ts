@@ -40,6 +40,8 @@ const { values: opt } = parseArgs({
     // Prints every activity and seal on one clock: where A's critical path waited.
     timeline: { type: 'boolean', default: false },
     storage: { type: 'string', default: 'fs' },
+    // With --storage s3: every request to the local SeaweedFS delayed this long, as to a remote store.
+    's3-latency-ms': { type: 'string', default: '0' },
     // Policy keys for A's table on top of the bench's own, e.g. '{"maxConcurrentPreparations":1}'.
     policy: { type: 'string', default: '{}' },
     // Runs A once on a table of the same shape through the same worker and writers, and
@@ -68,6 +70,7 @@ const positive = (name: string, v: string | undefined): number => {
   return n;
 };
 const SHARDS = shardNames(positive('shards', opt.shards));
+const S3_LATENCY_MS = opt['s3-latency-ms'] === '0' ? 0 : positive('s3-latency-ms', opt['s3-latency-ms']);
 const GENERATIONS = positive('generations', opt.generations);
 const ROWS = positive('rows', opt.rows);
 const KEY = 'id';
@@ -338,7 +341,7 @@ function printTable(results: Result[]): void {
 
 async function main(): Promise<void> {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'turnstile-bench-merge-'));
-  const s3 = opt.storage === 's3' ? await benchS3(tmp) : undefined;
+  const s3 = opt.storage === 's3' ? await benchS3(tmp, { latencyMs: S3_LATENCY_MS }) : undefined;
   const base = s3 ? s3.root : tmp;
   try {
     // Generated (and converted to Arrow) before any clock starts; B1 and B2 make the same in their processes.

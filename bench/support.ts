@@ -7,6 +7,7 @@ import { PROJECT_ROOT } from '../src/util/project-paths';
 import { startDevServer, type DevServer } from '../src/server/dev-server';
 import { startOwnSeaweedfs, type Seaweed } from '../src/server/seaweedfs';
 import { withWorkerMalloc } from '../src/worker/allocator-env';
+import { startLatencyProxy } from './latency-proxy';
 
 // What every benchmark needs: a Temporal server (its own, or TEMPORAL_ADDRESS), worker
 // processes whose peak memory can be read, and percentiles.
@@ -25,10 +26,22 @@ export async function benchServer(dir: string, opts: { startDevDefaults?: boolea
   return { address: server.address, server };
 }
 
-/** A SeaweedFS of our own under `dir`; its AWS environment is set in this process (and so passed to worker processes). */
-export async function benchS3(dir: string): Promise<{ root: string; server: Seaweed }> {
+/**
+ * A SeaweedFS of our own under `dir`; its AWS environment is set in this process (and so
+ * passed to worker processes). With `latencyMs`, every request reaches it through a proxy
+ * that delays it that long (latency-proxy.ts), as a remote object store would.
+ */
+export async function benchS3(dir: string, opts: { latencyMs?: number } = {}): Promise<{ root: string; server: Seaweed }> {
   const server = await startOwnSeaweedfs(dir, 'turnstile-bench');
-  return { root: `s3://${server.bucket}/bench`, server };
+  const root = `s3://${server.bucket}/bench`;
+  if (!opts.latencyMs) return { root, server };
+  const proxy = await startLatencyProxy(server.endpoint, opts.latencyMs);
+  process.env.AWS_ENDPOINT_URL = proxy.url;
+  const stop = async () => {
+    await proxy.close();
+    await server.stop();
+  };
+  return { root, server: { ...server, env: { ...server.env, AWS_ENDPOINT_URL: proxy.url }, stop } };
 }
 
 /** A size field of /proc/PID/status (VmHWM, VmRSS) in bytes, or null without /proc. */
