@@ -2,6 +2,7 @@ import { Context } from '@temporalio/activity';
 import { formatBytes } from '../src/config/bytes';
 import { generationFile, tableLayout } from '../src/storage/layout';
 import { storageAt } from '../src/storage/open-storage';
+import { ReadAhead } from '../src/util/read-ahead';
 import type { PrepareMergeInput } from './contract';
 import type { ActivityDeps } from './deps';
 import { fail } from './failures';
@@ -60,6 +61,9 @@ export async function holdingWhileWaiting<R>(deps: ActivityDeps, fn: (hold: stri
   }
 }
 
+/** Generation sizes asked for ahead of the one summed (boundMergeRange). */
+const STAT_AHEAD = 16;
+
 /**
  * Splitting: the longest prefix fromSeq..k of the unit's range whose
  * generation files hold at most maxBatchBytes (at least one file), and their bytes. The
@@ -75,19 +79,24 @@ export async function boundMergeRange(deps: ActivityDeps, input: PrepareMergeInp
   const store = storageAt(deps.dataRoot);
   let bytes = 0;
   let toSeq = input.fromSeq;
-  for (let seq = input.fromSeq; seq <= input.toSeq; seq++) {
-    const file = generationFile(l, input.shard, seq);
-    // A missing file is the preparation's to report (or skip, below the gc floor).
-    const size = (await store.stat(file))?.size ?? 0;
-    if (seq > input.fromSeq && bytes + size > limit) break;
-    if (seq === input.fromSeq && commitReservation(size) > largest) {
-      throw fail(
-        'TooBig',
-        `generation ${file} is ${formatBytes(size)}; merging it needs ${formatBytes(commitReservation(size))}, more than any worker's memory budget (largest ${formatBytes(largest)}, worker.memoryBudgetBytes)`,
-      );
+  // Sizes asked for STAT_AHEAD at a time: on an object store each is a round trip.
+  const sizes = new ReadAhead(input.fromSeq, input.toSeq, STAT_AHEAD, async (seq) => (await store.stat(generationFile(l, input.shard, seq)))?.size ?? 0);
+  try {
+    for (let seq = input.fromSeq; seq <= input.toSeq; seq++) {
+      // A missing file is the preparation's to report (or skip, below the gc floor).
+      const size = await sizes.take(seq);
+      if (seq > input.fromSeq && bytes + size > limit) break;
+      if (seq === input.fromSeq && commitReservation(size) > largest) {
+        throw fail(
+          'TooBig',
+          `generation ${generationFile(l, input.shard, seq)} is ${formatBytes(size)}; merging it needs ${formatBytes(commitReservation(size))}, more than any worker's memory budget (largest ${formatBytes(largest)}, worker.memoryBudgetBytes)`,
+        );
+      }
+      bytes += size;
+      toSeq = seq;
     }
-    bytes += size;
-    toSeq = seq;
+  } finally {
+    await sizes.settle();
   }
   return { toSeq, bytes, maxBatchBytes: limit };
 }

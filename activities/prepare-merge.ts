@@ -13,6 +13,7 @@ import type { PrepareMergeInput, PrepareMergeResult, PreparedMerge, PrepareTimin
 import type { ActivityDeps } from './deps';
 import type { DedupReply } from './dedup-protocol';
 import type { DedupJob, DedupThreads } from './dedup-threads';
+import { ReadAhead } from '../src/util/read-ahead';
 import { fail, isNotFound } from './failures';
 import { NewestRowPerKey } from './newest-row-per-key';
 import { ProgressReporter } from './progress';
@@ -49,6 +50,13 @@ import { generationProblem } from './validate-generation';
  * ms inside the preparation.
  */
 const DERIVED = { durable: false };
+
+/**
+ * Generations read ahead of the one being deduplicated (read-ahead.ts). Every generation
+ * of a unit is held until its batch is built anyway, so reading ahead adds no memory.
+ * On SeaweedFS a preparation of 15-20 small generations spent ~6 ms a read waiting.
+ */
+const READ_AHEAD = 4;
 
 async function loadValid(file: string, key: string, cost: CostMeter): Promise<{ table: ArrowTable; bytes: number } | null> {
   try {
@@ -148,31 +156,36 @@ async function prepareOnThread(deps: ActivityDeps, threads: DedupThreads, c: Thr
       const checkpointMs = (deps.prepareCheckpointSecs ?? 10) * 1000;
       let lastCheckpoint = Date.now();
       let checkpointThroughSeq: number | undefined;
-      for (let seq = c.next; seq <= toSeq; seq++) {
-        const file = generationFile(l, shard, seq);
-        const t = performance.now();
-        let added: Extract<DedupReply, { kind: 'added' }>;
-        try {
-          const bytes = await readShared(file, alloc);
-          c.cost.read(bytes.byteLength);
-          added = await addOnThread(job, file, seq, bytes);
-        } catch (err) {
-          throw readFailure(err, file, shard, seq, c.sealedThroughSeq);
-        }
-        timings.readMs += performance.now() - t - added.dedupeMs;
-        timings.dedupeMs += added.dedupeMs;
-        progress.report({ phase: 'read', filesRead: seq - fromSeq + 1, rowsRead: added.rowsRead, ...(checkpointThroughSeq ? { checkpointThroughSeq } : {}) });
-        await progress.point('read');
-        if (seq < toSeq && Date.now() - lastCheckpoint >= checkpointMs) {
-          const partial = await buildOnThread(job);
-          if (partial.bytes) {
-            await storageOf(c.out).put(preparedFile(l, shard, fromSeq, seq), partial.bytes, DERIVED);
-            c.cost.wrote(partial.bytes.byteLength);
-            checkpointThroughSeq = seq;
-            progress.report({ phase: 'read', filesRead: seq - fromSeq + 1, rowsRead: added.rowsRead, checkpointThroughSeq });
+      const ahead = new ReadAhead(c.next, toSeq, READ_AHEAD, (seq) => readShared(generationFile(l, shard, seq), alloc));
+      try {
+        for (let seq = c.next; seq <= toSeq; seq++) {
+          const file = generationFile(l, shard, seq);
+          const t = performance.now();
+          let added: Extract<DedupReply, { kind: 'added' }>;
+          try {
+            const bytes = await ahead.take(seq);
+            c.cost.read(bytes.byteLength);
+            added = await addOnThread(job, file, seq, bytes);
+          } catch (err) {
+            throw readFailure(err, file, shard, seq, c.sealedThroughSeq);
           }
-          lastCheckpoint = Date.now();
+          timings.readMs += performance.now() - t - added.dedupeMs;
+          timings.dedupeMs += added.dedupeMs;
+          progress.report({ phase: 'read', filesRead: seq - fromSeq + 1, rowsRead: added.rowsRead, ...(checkpointThroughSeq ? { checkpointThroughSeq } : {}) });
+          await progress.point('read');
+          if (seq < toSeq && Date.now() - lastCheckpoint >= checkpointMs) {
+            const partial = await buildOnThread(job);
+            if (partial.bytes) {
+              await storageOf(c.out).put(preparedFile(l, shard, fromSeq, seq), partial.bytes, DERIVED);
+              c.cost.wrote(partial.bytes.byteLength);
+              checkpointThroughSeq = seq;
+              progress.report({ phase: 'read', filesRead: seq - fromSeq + 1, rowsRead: added.rowsRead, checkpointThroughSeq });
+            }
+            lastCheckpoint = Date.now();
+          }
         }
+      } finally {
+        await ahead.settle();
       }
       progress.report({ phase: 'encode', bytesWritten: 0 });
       await progress.point('encode');
@@ -310,34 +323,39 @@ export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, prog
     let singleBytes: Buffer | undefined;
     const checkpointMs = (deps.prepareCheckpointSecs ?? 10) * 1000;
     let lastCheckpoint = Date.now();
-    for (let seq = next; seq <= toSeq; seq++) {
-      const file = generationFile(l, shard, seq);
-      let t = performance.now();
-      const { table: gen, bytes: genBytes } = await readGeneration(file, shard, seq, sealed.sealedThroughSeq, cost, alloc);
-      // Read into memory of its own (no alloc): a generation that turns out to be its own batch is kept as read.
-      if (!alloc) singleBytes = genBytes;
-      const problem = generationProblem(gen, meta.key, seq, acc.schema);
-      if (problem) throw fail('InvalidGeneration', `invalid generation ${file}: ${problem}`);
-      timings.readMs += performance.now() - t;
-      t = performance.now();
-      await acc.addYielding(gen);
-      timings.dedupeMs += performance.now() - t;
-      progress.report({ phase: 'read', filesRead: seq - fromSeq + 1, rowsRead: acc.rowsRead, ...(checkpointThroughSeq ? { checkpointThroughSeq } : {}) });
-      await progress.point('read');
-      if (seq < toSeq && Date.now() - lastCheckpoint >= checkpointMs) {
-        // Encoded into scratch memory of its own, given back once written.
-        const written = await withScratch(async (into) => {
-          const partial = await acc.encodeYielding(into);
-          if (partial) await storageOf(out).put(preparedFile(l, shard, fromSeq, seq), partial.pending, DERIVED);
-          return partial?.pending.bytes.byteLength ?? null;
-        });
-        if (written !== null) {
-          cost.wrote(written);
-          checkpointThroughSeq = seq;
-          progress.report({ phase: 'read', filesRead: seq - fromSeq + 1, rowsRead: acc.rowsRead, checkpointThroughSeq });
+    const ahead = new ReadAhead(next, toSeq, READ_AHEAD, (seq) => readGeneration(generationFile(l, shard, seq), shard, seq, sealed.sealedThroughSeq, cost, alloc));
+    try {
+      for (let seq = next; seq <= toSeq; seq++) {
+        const file = generationFile(l, shard, seq);
+        let t = performance.now();
+        const { table: gen, bytes: genBytes } = await ahead.take(seq);
+        // Read into memory of its own (no alloc): a generation that turns out to be its own batch is kept as read.
+        if (!alloc) singleBytes = genBytes;
+        const problem = generationProblem(gen, meta.key, seq, acc.schema);
+        if (problem) throw fail('InvalidGeneration', `invalid generation ${file}: ${problem}`);
+        timings.readMs += performance.now() - t;
+        t = performance.now();
+        await acc.addYielding(gen);
+        timings.dedupeMs += performance.now() - t;
+        progress.report({ phase: 'read', filesRead: seq - fromSeq + 1, rowsRead: acc.rowsRead, ...(checkpointThroughSeq ? { checkpointThroughSeq } : {}) });
+        await progress.point('read');
+        if (seq < toSeq && Date.now() - lastCheckpoint >= checkpointMs) {
+          // Encoded into scratch memory of its own, given back once written.
+          const written = await withScratch(async (into) => {
+            const partial = await acc.encodeYielding(into);
+            if (partial) await storageOf(out).put(preparedFile(l, shard, fromSeq, seq), partial.pending, DERIVED);
+            return partial?.pending.bytes.byteLength ?? null;
+          });
+          if (written !== null) {
+            cost.wrote(written);
+            checkpointThroughSeq = seq;
+            progress.report({ phase: 'read', filesRead: seq - fromSeq + 1, rowsRead: acc.rowsRead, checkpointThroughSeq });
+          }
+          lastCheckpoint = Date.now();
         }
-        lastCheckpoint = Date.now();
       }
+    } finally {
+      await ahead.settle();
     }
 
     progress.report({ phase: 'encode', bytesWritten: 0 });
