@@ -6,13 +6,18 @@ import net from 'node:net';
 
 export interface LatencyProxy {
   url: string;
+  /** Connections made and bytes clients sent through the proxy so far: that the delay was really in the way. */
+  stats(): { connections: number; bytes: number };
   close(): Promise<void>;
 }
 
 export async function startLatencyProxy(target: string, delayMs: number): Promise<LatencyProxy> {
   const { hostname, port } = new URL(target);
   const sockets = new Set<net.Socket>();
+  let connections = 0;
+  let bytes = 0;
   const server = net.createServer((client) => {
+    connections++;
     const upstream = net.connect(Number(port), hostname);
     for (const s of [client, upstream]) {
       sockets.add(s);
@@ -23,7 +28,10 @@ export async function startLatencyProxy(target: string, delayMs: number): Promis
       });
     }
     // Chunks keep their order: every one waits the same time.
-    client.on('data', (chunk) => setTimeout(() => upstream.write(chunk), delayMs));
+    client.on('data', (chunk: Buffer) => {
+      bytes += chunk.byteLength;
+      setTimeout(() => upstream.write(chunk), delayMs);
+    });
     client.on('end', () => setTimeout(() => upstream.end(), delayMs));
     upstream.pipe(client);
   });
@@ -31,6 +39,7 @@ export async function startLatencyProxy(target: string, delayMs: number): Promis
   const { port: own } = server.address() as net.AddressInfo;
   return {
     url: `http://127.0.0.1:${own}`,
+    stats: () => ({ connections, bytes }),
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();

@@ -380,6 +380,10 @@ async function main(): Promise<void> {
     console.log(`page faults (x ${touchUs.toFixed(1)} us): A's worker ${a.cpu.workerFaults ?? '?'} (${faultSecs(a.cpu.workerFaults)}), A's writers ${a.cpu.benchFaults ?? '?'} (${faultSecs(a.cpu.benchFaults)}), B1 ${b1.faults ?? '?'} (${faultSecs(b1.faults)})`);
     console.log(`worker CPU by thread: ${a.cpu.workerThreads.map(([name, s]) => `${name} ${s.toFixed(2)} s`).join(', ')}`);
     console.log(`worker page faults by thread: ${a.cpu.workerThreadFaults.map(([name, n]) => `${name} ${n}`).join(', ')}`);
+    if (s3?.proxy) {
+      const { connections, bytes } = s3.proxy.stats();
+      console.log(`latency proxy: every request held ${S3_LATENCY_MS} ms; ${connections} connections, ${(bytes / 2 ** 20).toFixed(1)} MiB sent through it`);
+    }
     console.log(`\ncontent check: ${ok ? 'PASS' : 'FAIL'}`);
     process.exitCode = ok ? 0 : 1;
   } finally {

@@ -7,7 +7,7 @@ import { PROJECT_ROOT } from '../src/util/project-paths';
 import { startDevServer, type DevServer } from '../src/server/dev-server';
 import { startOwnSeaweedfs, type Seaweed } from '../src/server/seaweedfs';
 import { withWorkerMalloc } from '../src/worker/allocator-env';
-import { startLatencyProxy } from './latency-proxy';
+import { startLatencyProxy, type LatencyProxy } from './latency-proxy';
 
 // What every benchmark needs: a Temporal server (its own, or TEMPORAL_ADDRESS), worker
 // processes whose peak memory can be read, and percentiles.
@@ -31,7 +31,7 @@ export async function benchServer(dir: string, opts: { startDevDefaults?: boolea
  * passed to worker processes). With `latencyMs`, every request reaches it through a proxy
  * that delays it that long (latency-proxy.ts), as a remote object store would.
  */
-export async function benchS3(dir: string, opts: { latencyMs?: number } = {}): Promise<{ root: string; server: Seaweed }> {
+export async function benchS3(dir: string, opts: { latencyMs?: number } = {}): Promise<{ root: string; server: Seaweed; proxy?: LatencyProxy }> {
   const server = await startOwnSeaweedfs(dir, 'turnstile-bench');
   const root = `s3://${server.bucket}/bench`;
   if (!opts.latencyMs) return { root, server };
@@ -41,7 +41,7 @@ export async function benchS3(dir: string, opts: { latencyMs?: number } = {}): P
     await proxy.close();
     await server.stop();
   };
-  return { root, server: { ...server, env: { ...server.env, AWS_ENDPOINT_URL: proxy.url }, stop } };
+  return { root, server: { ...server, env: { ...server.env, AWS_ENDPOINT_URL: proxy.url }, stop }, proxy };
 }
 
 /** A size field of /proc/PID/status (VmHWM, VmRSS) in bytes, or null without /proc. */

@@ -39,6 +39,18 @@ test('merge-throughput: A equals B1 row for row, and the phase report is printed
   expect(new Set(pids).size).toBe(4);
 });
 
+test('merge-throughput on S3 behind the latency proxy: every table in SeaweedFS, A equals B1', async () => {
+  const out = await bench('merge-throughput.ts', ['--shards', '2', '--generations', '3', '--rows', '100', '--storage', 's3', '--s3-latency-ms', '5']);
+  expect(out).toMatch(/storage s3:\/\/turnstile-bench\/bench$/m);
+  expect(out).toMatch(/content check: PASS/);
+  expect(out).toMatch(/^A +Turnstile \(workflow\) +600 +[\d.]+ +\d+ +[\d.]+x/m);
+  // The writers, A's worker, B1 and B2 all reached SeaweedFS through the proxy.
+  const proxied = /^latency proxy: every request held 5 ms; (\d+) connections, ([\d.]+) MiB sent through it$/m.exec(out);
+  expect(proxied, out).not.toBeNull();
+  expect(Number(proxied![1])).toBeGreaterThanOrEqual(4);
+  expect(Number(proxied![2])).toBeGreaterThan(0);
+}, 300_000);
+
 test('writer-ceiling: seals and raw writes of the same bytes, side by side', async () => {
   const out = await bench('writer-ceiling.ts', ['--generations', '4,3', '--rows', '300,200']);
   // rows, timed seals (all but the first), MiB, three p50s, two rates, ratio, ratio vs raw+dir, cold, signals
