@@ -1,7 +1,6 @@
 import { Context } from '@temporalio/activity';
-import { checksumProblem, readIpcFileBytes, CorruptArrowFileError, type ArrowTable } from '../src/storage/arrow';
-import { allocCarried, withScratch, withSharedScratch, type Alloc } from '../src/storage/scratch';
-import { notFound } from '../src/storage/storage';
+import { readIpcFileBytes, type ArrowTable } from '../src/storage/arrow';
+import { allocCarried, withScratch, type Alloc } from '../src/storage/scratch';
 import { readSealed, readShardSealed } from '../src/storage/generation-store';
 import { readGcFloor } from '../src/storage/gc-floor';
 import { tableFiles } from '../src/storage/table-files';
@@ -9,12 +8,12 @@ import { generationFile, parsePreparedName, preparedFile, type TableLayout } fro
 import { storageOf } from '../src/storage/open-storage';
 import { readTableMeta } from '../src/storage/table-meta';
 import { boundMergeRange, holdingWhileWaiting, prepareReservation, withReservation } from './memory-reservations';
-import type { PrepareMergeInput, PrepareMergeResult, PreparedMerge, PrepareTimings, Progress } from './contract';
+import type { PrepareMergeInput, PrepareMergeResult, PreparedMerge, Progress } from './contract';
 import type { ActivityDeps } from './deps';
-import type { DedupReply } from './dedup-protocol';
-import type { DedupJob, DedupThreads } from './dedup-threads';
 import { ReadAhead } from '../src/util/read-ahead';
-import { fail, isNotFound } from './failures';
+import { DERIVED, READ_AHEAD, readGeneration, rounded } from './prepare-io';
+import { prepareOnThread } from './prepare-on-thread';
+import { fail } from './failures';
 import { NewestRowPerKey } from './newest-row-per-key';
 import { ProgressReporter } from './progress';
 import { costMeter, type CostMeter } from './unit-cost';
@@ -22,7 +21,8 @@ import { generationProblem } from './validate-generation';
 
 // Preparation of a merge: never touches the base table, so it runs outside the turn.
 // With dedup threads (dedup-threads.ts), several generations are checksummed,
-// deduplicated and encoded on one while this thread reads the files and reports progress; one
+// deduplicated and encoded on one while this thread reads the files and reports progress
+// (prepare-on-thread.ts); one
 // generation (usually its own batch, nothing to encode) and a resumed retry run here.
 //
 // What resumes on a retry (any attempt, in fact, since the outputs are deterministic
@@ -40,23 +40,6 @@ import { generationProblem } from './validate-generation';
 // meanwhile joins); each batch file is still a function of its own range.
 // Dedup state itself is in memory (the heartbeat payload is capped at a few KiB), so
 // without any checkpoint the read starts over.
-
-/**
- * Prepared batches and checkpoints are derived from durable generations, so they are
- * written without fsync: after an OS crash a lost one is prepared again (the commit
- * fails with PreparedMissing) and a damaged one fails its checksum (loadValid skips it,
- * the commit fails with CorruptPrepared); no seal depends on them. The fsync of a
- * multi-megabyte batch, on a disk shared with other writers, cost tens to hundreds of
- * ms inside the preparation.
- */
-const DERIVED = { durable: false };
-
-/**
- * Generations read ahead of the one being deduplicated (read-ahead.ts). Every generation
- * of a unit is held until its batch is built anyway, so reading ahead adds no memory.
- * On SeaweedFS a preparation of 15-20 small generations spent ~6 ms a read waiting.
- */
-const READ_AHEAD = 4;
 
 async function loadValid(file: string, key: string, cost: CostMeter): Promise<{ table: ArrowTable; bytes: number } | null> {
   try {
@@ -80,131 +63,7 @@ async function checkpoints(l: TableLayout, shard: string, fromSeq: number, toSeq
   return ks.sort((a, b) => b - a);
 }
 
-async function readGeneration(file: string, shard: string, seq: number, sealedThrough: number, cost: CostMeter, alloc?: Alloc): Promise<{ table: ArrowTable; bytes: Buffer }> {
-  try {
-    const r = await readIpcFileBytes(file, alloc ? { alloc } : {});
-    cost.read(r.bytes.byteLength);
-    return r;
-  } catch (err) {
-    throw readFailure(err, file, shard, seq, sealedThrough);
-  }
-}
 
-/** A generation's read error as the activity's failure: missing and corrupt files are the operator's to see. */
-function readFailure(err: unknown, file: string, shard: string, seq: number, sealedThrough: number): unknown {
-  if (isNotFound(err)) return fail('MissingGeneration', `generation ${file} (shard ${shard} seq ${seq}) is missing, though the shard is sealed through ${sealedThrough}`);
-  if (err instanceof CorruptArrowFileError) return fail('CorruptGeneration', `corrupt generation ${err.message}`);
-  return err;
-}
-
-/** A generation's bytes in shared memory from `alloc` (a backend that does not read into it is copied). */
-async function readShared(file: string, alloc: Alloc): Promise<Buffer> {
-  const buf = await storageOf(file).read(file, alloc);
-  if (buf === null) throw notFound(file);
-  if (buf.buffer instanceof SharedArrayBuffer) return buf;
-  const copy = alloc(buf.byteLength);
-  buf.copy(copy);
-  return copy;
-}
-
-/** Adds a generation to a thread's dedup, checking it as readIpcFileBytes would (a legacy sidecar checksum is checked here). */
-async function addOnThread(job: DedupJob, file: string, seq: number, bytes: Buffer): Promise<Extract<DedupReply, { kind: 'added' }>> {
-  let r = await job.add(file, seq, bytes);
-  if (r.kind === 'no-checksum') {
-    const problem = await checksumProblem(file, bytes, true);
-    r = problem ? { kind: 'corrupt', reason: problem } : await job.add(file, seq, bytes, true);
-  }
-  if (r.kind === 'added') return r;
-  if (r.kind === 'corrupt') throw new CorruptArrowFileError(file, r.reason);
-  if (r.kind === 'invalid') throw fail('InvalidGeneration', `invalid generation ${file}: ${r.problem}`);
-  throw new Error(`dedup thread: ${r.kind === 'error' ? r.message : `unexpected ${r.kind} reply to add`}`);
-}
-
-/** The winners so far as IPC file bytes of their own, or null when there are none. */
-async function buildOnThread(job: DedupJob): Promise<Extract<DedupReply, { kind: 'built' }> & { bytes: Buffer | null }> {
-  const r = await job.build();
-  if (r.kind !== 'built') throw new Error(`dedup thread: ${r.kind === 'error' ? r.message : `unexpected ${r.kind} reply to build`}`);
-  return { ...r, bytes: r.ipc ? Buffer.from(r.ipc.buffer, r.ipc.byteOffset, r.ipc.byteLength) : null };
-}
-
-interface ThreadPrep {
-  l: TableLayout;
-  key: string;
-  shard: string;
-  fromSeq: number;
-  toSeq: number;
-  next: number;
-  sealedThroughSeq: number;
-  out: string;
-  base: { shard: string; fromSeq: number; toSeq: number; attempt: number };
-  resumedFromFile: number;
-  cost: CostMeter;
-}
-
-/**
- * prepare()'s read, dedup and encode of several generations, with the CPU work on a
- * dedup thread (dedup-threads.ts): this thread only reads the files (into shared
- * memory, lent until the job ends), reports progress and writes what comes back.
- * Checkpoints as in prepare(); a retry that resumes from one runs in this thread.
- */
-async function prepareOnThread(deps: ActivityDeps, threads: DedupThreads, c: ThreadPrep, progress: ProgressReporter): Promise<PreparedMerge> {
-  const { l, shard, fromSeq, toSeq } = c;
-  const job = threads.job(c.key, toSeq - c.next + 1);
-  try {
-    return await withSharedScratch(async (alloc) => {
-      const timings = { readMs: 0, dedupeMs: 0, encodeMs: 0 };
-      const checkpointMs = (deps.prepareCheckpointSecs ?? 10) * 1000;
-      let lastCheckpoint = Date.now();
-      let checkpointThroughSeq: number | undefined;
-      const ahead = new ReadAhead(c.next, toSeq, READ_AHEAD, (seq) => readShared(generationFile(l, shard, seq), alloc));
-      try {
-        for (let seq = c.next; seq <= toSeq; seq++) {
-          const file = generationFile(l, shard, seq);
-          const t = performance.now();
-          let added: Extract<DedupReply, { kind: 'added' }>;
-          try {
-            const bytes = await ahead.take(seq);
-            c.cost.read(bytes.byteLength);
-            added = await addOnThread(job, file, seq, bytes);
-          } catch (err) {
-            throw readFailure(err, file, shard, seq, c.sealedThroughSeq);
-          }
-          timings.readMs += performance.now() - t - added.dedupeMs;
-          timings.dedupeMs += added.dedupeMs;
-          progress.report({ phase: 'read', filesRead: seq - fromSeq + 1, rowsRead: added.rowsRead, ...(checkpointThroughSeq ? { checkpointThroughSeq } : {}) });
-          await progress.point('read');
-          if (seq < toSeq && Date.now() - lastCheckpoint >= checkpointMs) {
-            const partial = await buildOnThread(job);
-            if (partial.bytes) {
-              await storageOf(c.out).put(preparedFile(l, shard, fromSeq, seq), partial.bytes, DERIVED);
-              c.cost.wrote(partial.bytes.byteLength);
-              checkpointThroughSeq = seq;
-              progress.report({ phase: 'read', filesRead: seq - fromSeq + 1, rowsRead: added.rowsRead, checkpointThroughSeq });
-            }
-            lastCheckpoint = Date.now();
-          }
-        }
-      } finally {
-        await ahead.settle();
-      }
-      progress.report({ phase: 'encode', bytesWritten: 0 });
-      await progress.point('encode');
-      const built = await buildOnThread(job);
-      timings.dedupeMs += built.dedupeMs;
-      const done = { resumedFromFile: c.resumedFromFile, resumedVia: null };
-      if (!built.bytes) return { ...c.base, preparedPath: null, rows: 0, bytes: 0, ...done, timings: rounded(timings) };
-      const t = performance.now();
-      await storageOf(c.out).put(c.out, built.bytes, DERIVED);
-      c.cost.wrote(built.bytes.byteLength);
-      deps.preparedCache?.put(c.out, built.bytes);
-      timings.encodeMs += built.encodeMs + performance.now() - t;
-      progress.report({ phase: 'encode', bytesWritten: built.bytes.byteLength });
-      return { ...c.base, preparedPath: c.out, rows: built.rows, bytes: built.bytes.byteLength, ...done, timings: rounded(timings) };
-    });
-  } finally {
-    job.end();
-  }
-}
 
 /** Longest a preparation waits for an earlier one of its table on this worker (one-at-a-time.ts). */
 export const MAX_PREPARATION_WAIT_MS = 10_000;
@@ -386,7 +245,6 @@ export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, prog
   });
 }
 
-const rounded = (t: PrepareTimings): PrepareTimings => ({ readMs: Math.round(t.readMs), dedupeMs: Math.round(t.dedupeMs), encodeMs: Math.round(t.encodeMs) });
 
 interface ResumePoint {
   k: number;
