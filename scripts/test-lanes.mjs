@@ -34,17 +34,40 @@ export const WAIT_LANE = [
 
 export const RUN_ALONE = ['test/integration/foresight.test.ts'];
 
-/**
- * Lines of a prefixed lane that name a failure: vitest's FAIL and × lines. They are
- * printed again once both lanes end, so the end of a long log says what failed in a lane
- * that finished minutes before the other.
- */
-export const isFailureLine = (line) => /(^|\s)(FAIL|×)\s/.test(line.replace(/\x1b\[[0-9;]*m/g, ''));
+const plain = (line) => line.replace(/\x1b\[[0-9;]*m/g, '');
 
-/** Runs vitest with `args`; resolves to its exit status. With `prefix`, its output lines are prefixed (two lanes share one terminal) and its failure lines are kept in `failures`. */
-function vitest(bin, args, env, cwd, prefix, failures = []) {
-  const child = spawn(bin, ['run', ...args], { cwd, env: { ...process.env, ...env }, stdio: prefix ? ['ignore', 'pipe', 'pipe'] : 'inherit' });
-  if (prefix) {
+/** vitest's FAIL and × lines. */
+export const isFailureLine = (line) => /(^|\s)(FAIL|×)\s/.test(plain(line));
+
+/** A test's line meant for its failure report (a test prints it only when it failed). */
+export const ON_FAILURE = '[on failure] ';
+
+/** The most lines of one lane printed again at the end. */
+const REPORT_LINES = 150;
+
+/**
+ * What a lane printed about its failures: its FAIL and × lines as they came, the lines
+ * tests printed with ON_FAILURE, and the "Failed Tests" section vitest ends with (each
+ * failed test with its assertion and stack).
+ * Both are printed again once both lanes end, so the end of a long log says what failed
+ * and why in a lane that finished minutes before the other.
+ */
+export class FailureReport {
+  lines = [];
+  inSection = false;
+
+  add(line) {
+    const text = plain(line);
+    if (/Failed Tests \d+/.test(text)) this.inSection = true;
+    else if (this.inSection && /^\s*Test Files\s/.test(text)) this.inSection = false;
+    if ((this.inSection || isFailureLine(text) || text.includes(ON_FAILURE)) && this.lines.length < REPORT_LINES) this.lines.push(text);
+  }
+}
+
+/** Runs vitest with `args`; resolves to its exit status. Its output lines are prefixed with `prefix` (two lanes share one terminal) and fed to `report`. */
+function vitest(bin, args, env, cwd, prefix, report) {
+  const child = spawn(bin, ['run', ...args], { cwd, env: { ...process.env, ...env }, stdio: report ? ['ignore', 'pipe', 'pipe'] : 'inherit' });
+  if (report) {
     for (const [from, to] of [
       [child.stdout, process.stdout],
       [child.stderr, process.stderr],
@@ -55,7 +78,7 @@ function vitest(bin, args, env, cwd, prefix, failures = []) {
         partial = lines.pop();
         for (const line of lines) {
           to.write(`${prefix}${line}\n`);
-          if (isFailureLine(line)) failures.push(line);
+          report.add(line);
         }
       });
       from.on('end', () => partial && to.write(`${prefix}${partial}\n`));
@@ -79,13 +102,19 @@ function vitest(bin, args, env, cwd, prefix, failures = []) {
 export async function runSuite({ bin, env, cwd }) {
   process.on('SIGINT', () => {});
   const elsewhere = [...WAIT_LANE, ...RUN_ALONE].flatMap((f) => ['--exclude', f]);
-  const waitFailures = [];
-  const lanes = await Promise.all([vitest(bin, elsewhere, env, cwd), vitest(bin, ['--no-file-parallelism', ...WAIT_LANE], env, cwd, '[wait lane] ', waitFailures)]);
-  const failed = lanes.find((s) => s !== 0);
-  if (failed !== undefined) {
-    for (const line of waitFailures.slice(0, 40)) console.error(`[wait lane] ${line}`);
-    console.error(`turnstile: failed: ${['the main lane', 'the wait lane'].filter((_, i) => lanes[i] !== 0).join(' and ')}`);
-    return failed;
+  const lanes = [
+    { name: 'the main lane', prefix: '', report: new FailureReport() },
+    { name: 'the wait lane', prefix: '[wait lane] ', report: new FailureReport() },
+  ];
+  const statuses = await Promise.all([
+    vitest(bin, elsewhere, env, cwd, lanes[0].prefix, lanes[0].report),
+    vitest(bin, ['--no-file-parallelism', ...WAIT_LANE], env, cwd, lanes[1].prefix, lanes[1].report),
+  ]);
+  const failed = lanes.filter((_, i) => statuses[i] !== 0);
+  if (failed.length > 0) {
+    for (const lane of failed) for (const line of lane.report.lines) console.error(`[${lane.name}] ${line}`);
+    console.error(`turnstile: failed: ${failed.map((l) => l.name).join(' and ')}`);
+    return statuses.find((s) => s !== 0);
   }
   return vitest(bin, RUN_ALONE, env, cwd);
 }

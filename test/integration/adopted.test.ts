@@ -3,12 +3,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import type { WorkflowHandle } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, onTestFailed, test } from 'vitest';
 import type { CommitAdoptedResult } from '../../activities/adopted';
 import type { ShadowReport } from '../../src/cli/shadow-report';
 import { sleep } from '../../src/util/sleep';
 import { STICKY_QUEUE_TIMEOUT_SECS } from '../../src/worker/create-worker';
 import { eventually, startHarness, STORAGES, uniqueName, type Harness, type StorageKind } from '../support/harness';
+// @ts-expect-error: a plain-Node script without types
+import { ON_FAILURE } from '../../scripts/test-lanes.mjs';
 import { activityRuns, ms, type ActivityRun } from '../support/history';
 import { startWorkerProcess, startWriters, TableWatcher, turnstile, type WorkerProcess, type Writers } from '../support/adopted-run';
 import { createOutsideTable, KEY, openOutsideTable, verifyAgainstModels } from '../support/outside-table';
@@ -169,6 +171,8 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
       notes.push(line);
       console.log(`[adopted ${storage} +${((Date.now() - t0) / 1000).toFixed(0)} s] ${line}`);
     };
+    // The phases' notes again beside the failure, where the suite's end repeats it.
+    onTestFailed(() => console.log(notes.map((n) => `${ON_FAILURE}adopted ${storage}: ${n}`).join('\n')));
 
     await createOutsideTable(uri, INITIAL_ROWS);
 
