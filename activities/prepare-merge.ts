@@ -41,16 +41,22 @@ import { generationProblem } from './validate-generation';
 // Dedup state itself is in memory (the heartbeat payload is capped at a few KiB), so
 // without any checkpoint the read starts over.
 
-async function loadValid(file: string, key: string, cost: CostMeter): Promise<{ table: ArrowTable; bytes: number } | null> {
+/** A prepared batch (or checkpoint) as read, not yet checked: null when it is missing or unreadable. */
+async function readBatch(file: string, cost: CostMeter): Promise<{ table: ArrowTable; bytes: number } | null> {
   try {
     const { table, bytes } = await readIpcFileBytes(file);
     cost.read(bytes.byteLength);
-    if (table.numRows === 0 || generationProblem(table, key, null, undefined)) return null;
     return { table, bytes: bytes.byteLength };
   } catch {
     return null;
   }
 }
+
+/** The batch if it holds rows of a valid generation of the table's key. */
+const valid = (read: { table: ArrowTable; bytes: number } | null, key: string) =>
+  read && read.table.numRows > 0 && !generationProblem(read.table, key, null, undefined) ? read : null;
+
+const loadValid = async (file: string, key: string, cost: CostMeter) => valid(await readBatch(file, cost), key);
 
 /** Checkpoints of this range, newest first: prepared batches fromSeq..k with k < toSeq. */
 async function checkpoints(l: TableLayout, shard: string, fromSeq: number, toSeq: number): Promise<number[]> {
@@ -63,8 +69,6 @@ async function checkpoints(l: TableLayout, shard: string, fromSeq: number, toSeq
   return ks.sort((a, b) => b - a);
 }
 
-
-
 /** Longest a preparation waits for an earlier one of its table on this worker (one-at-a-time.ts). */
 export const MAX_PREPARATION_WAIT_MS = 10_000;
 
@@ -74,6 +78,12 @@ export function makePrepareMerge(deps: ActivityDeps) {
     const cost = costMeter(deps);
     const run = async (hold?: string) => {
       const { widened, sealedThroughSeq } = await cost.during(() => widenToSealed(deps, input));
+      // A scan of every shard (a few small reads) rides on the result: the table counts it
+      // as a snapshot, so a table that merges steadily needs no snapshot activity of its
+      // own. Read beside the preparation, its round trips to an object store cost no
+      // time; read after the widening, it has seen at least what the preparation covers.
+      const scanning = readSealed(deps.dataRoot, input.table);
+      scanning.catch(() => undefined); // awaited below; a failed preparation drops it
       // Memory admission: the range is cut to what fits a batch, and its reservation is held while it runs.
       const bounded = await cost.during(() => boundMergeRange(deps, widened));
       const p = await withReservation(
@@ -82,7 +92,8 @@ export function makePrepareMerge(deps: ActivityDeps) {
         () => cost.during(() => prepare(deps, { ...widened, toSeq: bounded.toSeq }, new ProgressReporter('prepareMerge', deps.faults), cost, sealedThroughSeq)),
         hold,
       );
-      return bounded.maxBatchBytes === undefined ? p : { ...p, maxBatchBytes: bounded.maxBatchBytes };
+      const scan = await scanning;
+      return { ...(bounded.maxBatchBytes === undefined ? p : { ...p, maxBatchBytes: bounded.maxBatchBytes }), scan };
     };
     const ctx = Context.current();
     // Nothing is reported while waiting, so the wait stays well inside the heartbeat timeout.
@@ -91,10 +102,7 @@ export function makePrepareMerge(deps: ActivityDeps) {
     const prepared = gate
       ? await holdingWhileWaiting(deps, (hold) => gate.run(input.table, { maxWaitMs, cancelled: ctx.cancelled }, () => run(hold)))
       : await run();
-    // A scan of every shard on the way out (a few small reads): the table counts it as a
-    // snapshot, so a table that merges steadily needs no snapshot activity of its own.
-    const scan = await cost.during(() => readSealed(deps.dataRoot, input.table));
-    return { ...prepared, scan, cost: cost.result() };
+    return { ...prepared, cost: cost.result() };
   };
 }
 
@@ -126,22 +134,32 @@ export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, prog
   if (!Number.isSafeInteger(fromSeq) || !Number.isSafeInteger(toSeq) || fromSeq < 1 || fromSeq > toSeq) {
     throw fail('InvalidInput', `prepareMerge: seq range ${fromSeq}..${toSeq} is not valid`);
   }
-  const meta = await readTableMeta(deps.dataRoot, table);
+  const files = tableFiles(deps.dataRoot, table);
+  const l = files.layout;
+  const out = preparedFile(l, shard, fromSeq, toSeq);
+  const t0 = performance.now();
+  // The small reads a preparation starts from do not depend on each other: started at
+  // once, they cost an object store one round trip instead of five. The input is checked
+  // against table.json before any of the others is looked at, and each is awaited, so
+  // their errors are the ones a read after another would give.
+  const metaRead = readTableMeta(deps.dataRoot, table);
+  const sealedRead = sealedThroughSeq === undefined ? readShardSealed(files, shard) : Promise.resolve({ sealedThroughSeq });
+  const batchRead = readBatch(out, cost);
+  const listing = checkpoints(l, shard, fromSeq, toSeq);
+  const floorRead = readGcFloor(files, shard);
+  for (const p of [sealedRead, floorRead]) p.catch(() => undefined);
+  const meta = await metaRead;
   if (!meta.shards.includes(shard)) throw fail('InvalidInput', `shard ${shard} is not a shard of table ${table}`);
   if (input.key !== meta.key) throw fail('InvalidInput', `key ${input.key} is not table ${table}'s key ${meta.key}`);
-  const files = tableFiles(deps.dataRoot, table);
-  const sealed = sealedThroughSeq === undefined ? await readShardSealed(files, shard) : { sealedThroughSeq };
+  const sealed = await sealedRead;
   if (toSeq > sealed.sealedThroughSeq) {
     throw fail('NotSealed', `table ${table} shard ${shard}: seq ${toSeq} is not sealed (sealed through ${sealed.sealedThroughSeq})`);
   }
 
-  const l = files.layout;
-  const out = preparedFile(l, shard, fromSeq, toSeq);
   const base = { shard, fromSeq, toSeq, attempt: progress.attempt };
   const total = toSeq - fromSeq + 1;
 
-  const t0 = performance.now();
-  const done = await loadValid(out, meta.key, cost);
+  const done = valid(await batchRead, meta.key);
   if (done) {
     progress.report({ phase: 'encode', bytesWritten: done.bytes });
     const timings = rounded({ readMs: performance.now() - t0, dedupeMs: 0, encodeMs: 0 });
@@ -149,7 +167,7 @@ export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, prog
   }
 
   const acc = new NewestRowPerKey(meta.key, toSeq - fromSeq + 1);
-  const resume = await resumePoint(l, meta.key, input, progress.previous, cost);
+  const resume = await resumePoint(l, meta.key, input, progress.previous, cost, listing);
   let next = fromSeq;
   let checkpointThroughSeq: number | undefined;
   if (resume) {
@@ -161,7 +179,7 @@ export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, prog
   const resumedFromFile = next - fromSeq;
   const resumedVia = resume?.via ?? null;
   // What gc recorded as merged and deleted is not read again (see gc-floor.ts).
-  const gcFloor = await readGcFloor(files, shard);
+  const gcFloor = await floorRead;
   if (gcFloor >= next) {
     deps.log?.(`prepareMerge ${table}/${shard} ${fromSeq}..${toSeq}: seq ${next}..${Math.min(gcFloor, toSeq)} merged and collected before, skipped`);
     next = gcFloor + 1;
@@ -253,14 +271,14 @@ interface ResumePoint {
 }
 
 /** Where a retry starts: the checkpoint the last heartbeat named, else the newest valid one on disk. */
-async function resumePoint(l: TableLayout, key: string, input: PrepareMergeInput, previous: Partial<Progress> | undefined, cost: CostMeter): Promise<ResumePoint | null> {
+async function resumePoint(l: TableLayout, key: string, input: PrepareMergeInput, previous: Partial<Progress> | undefined, cost: CostMeter, listing: Promise<number[]>): Promise<ResumePoint | null> {
   const { shard, fromSeq, toSeq } = input;
   const named = previous?.phase === 'read' ? previous.checkpointThroughSeq : undefined;
   if (typeof named === 'number' && Number.isSafeInteger(named) && named >= fromSeq && named < toSeq) {
     const cp = await loadValid(preparedFile(l, shard, fromSeq, named), key, cost);
     if (cp) return { k: named, table: cp.table, via: 'heartbeat' };
   }
-  for (const k of await checkpoints(l, shard, fromSeq, toSeq)) {
+  for (const k of await listing) {
     const cp = await loadValid(preparedFile(l, shard, fromSeq, k), key, cost);
     if (cp) return { k, table: cp.table, via: 'scan' };
   }
