@@ -78,11 +78,33 @@ async function readHint(files: TableFiles, file: string): Promise<number> {
 
 const exists = async (files: TableFiles, file: string): Promise<boolean> => (await files.storage.stat(file)) !== null;
 
+/**
+ * After the first probe that finds a file, the next ones go this many at once. One at a
+ * time, probes behind a writer that seals every two round trips of an object store keep
+ * finding one more file until the writer pauses; a writer seals at most once per round
+ * trip, so a window of two or more catches up with it.
+ */
+const PROBE_WINDOW = 8;
+
+/** The highest seq reachable from `seq` through consecutive existing generation files. */
+async function lastConsecutive(files: TableFiles, shard: string, seq: number): Promise<number> {
+  const probe = (s: number) => exists(files, generationFile(files.layout, shard, s));
+  // An idle shard's hint is current: one probe, which finds nothing.
+  if (!(await probe(seq + 1))) return seq;
+  for (let last = seq + 1; ; last += PROBE_WINDOW) {
+    const found = await Promise.all(Array.from({ length: PROBE_WINDOW }, (_, i) => probe(last + 1 + i)));
+    // Files never have gaps above the floor: the first missing one ends the run. One found
+    // past a missing one was sealed after that probe, and is left to the next look.
+    const run = found.indexOf(false);
+    if (run !== -1) return last + run;
+  }
+}
+
 export async function readShardSealed(files: TableFiles, shard: string): Promise<ShardSealed> {
   const l = files.layout;
   let seq = await readHint(files, sealedFile(l, shard));
   for (;;) {
-    while (await exists(files, generationFile(l, shard, seq + 1))) seq++;
+    seq = await lastConsecutive(files, shard, seq);
     // Read after probing: files gc deleted while we probed are below the floor it
     // recorded before deleting them, so the floor covers the gap.
     const floor = await readGcFloor(files, shard);

@@ -9,6 +9,7 @@ import {
   createTableMeta,
   listGenerations,
   readSealed,
+  readShardSealed,
   readTableMeta,
   sealGeneration,
   TableExistsError,
@@ -205,6 +206,33 @@ describe('generation store', () => {
     fs.writeFileSync(sealedFile(l, 's0'), JSON.stringify({ sealedThroughSeq: 1, revision: 1 }));
     expect((await readSealed(root, 't')).shards[0]).toEqual({ shard: 's0', sealedThroughSeq: 2, revision: 2 });
     expect((await sealGeneration(root, 't', 's0', [{ id: 1, value: 'c', n: 3 }])).seq).toBe(3);
+  });
+
+  it('a hint far behind is caught up with in a few waves of probes, each seal counted once, at every window boundary', async () => {
+    const l = tableLayout(root, 't');
+    let sealed = 0;
+    for (const n of [0, 1, 2, 9, 10, 17, 23]) {
+      for (; sealed < n; ) sealed = (await sealGeneration(root, 't', 's0', [{ id: 1, value: String(sealed), n: sealed }])).seq;
+      await settleSealedHints();
+      fs.rmSync(sealedFile(l, 's0'), { force: true });
+      // The probes counted through a storage of this test's own (the backend is shared).
+      const base = tableFiles(root, 't');
+      const files = { ...base, storage: Object.create(base.storage) as typeof base.storage };
+      let inFlight = 0;
+      let waves = 0;
+      const stat = base.storage.stat.bind(base.storage);
+      files.storage.stat = async (file: string) => {
+        if (inFlight++ === 0) waves++;
+        try {
+          return await stat(file);
+        } finally {
+          inFlight--;
+        }
+      };
+      expect((await readShardSealed(files, 's0')).sealedThroughSeq, `${n} sealed`).toBe(n);
+      // One probe, then windows of 8 until one finds a file missing.
+      expect(waves, `${n} sealed`).toBe(n === 0 ? 1 : 2 + Math.floor((n - 1) / 8));
+    }
   });
 
   it('files gc deleted never lower the sealed-through seq, even with no hint left', async () => {
