@@ -1,14 +1,13 @@
 import { Context } from '@temporalio/activity';
-import { readIpcFileBytes, type ArrowTable } from '../src/storage/arrow';
 import { allocCarried, withScratch, type Alloc } from '../src/storage/scratch';
 import { readSealed, readShardSealed } from '../src/storage/generation-store';
 import { readGcFloor } from '../src/storage/gc-floor';
 import { tableFiles } from '../src/storage/table-files';
-import { generationFile, parsePreparedName, preparedFile, type TableLayout } from '../src/storage/layout';
+import { generationFile, preparedFile } from '../src/storage/layout';
 import { storageOf } from '../src/storage/open-storage';
 import { readTableMeta } from '../src/storage/table-meta';
 import { boundMergeRange, holdingWhileWaiting, prepareReservation, withReservation } from './memory-reservations';
-import type { PrepareMergeInput, PrepareMergeResult, PreparedMerge, Progress } from './contract';
+import type { PrepareMergeInput, PrepareMergeResult, PreparedMerge } from './contract';
 import type { ActivityDeps } from './deps';
 import { ReadAhead } from '../src/util/read-ahead';
 import { DERIVED, READ_AHEAD, readGeneration, rounded } from './prepare-io';
@@ -18,56 +17,13 @@ import { NewestRowPerKey } from './newest-row-per-key';
 import { ProgressReporter } from './progress';
 import { costMeter, type CostMeter } from './unit-cost';
 import { generationProblem } from './validate-generation';
+import { checkpoints, readBatch, resumePoint, valid } from './prepare-resume';
 
 // Preparation of a merge: never touches the base table, so it runs outside the turn.
 // With dedup threads (dedup-threads.ts), several generations are checksummed,
 // deduplicated and encoded on one while this thread reads the files and reports progress
-// (prepare-on-thread.ts); one
-// generation (usually its own batch, nothing to encode) and a resumed retry run here.
-//
-// What resumes on a retry (any attempt, in fact, since the outputs are deterministic
-// functions of immutable generations):
-// - the whole unit, when the prepared batch for fromSeq..toSeq already exists and reads
-//   back valid (a previous attempt finished encoding but its result was lost);
-// - the read phase, from a checkpoint: every `prepareCheckpointSecs` of reading, the
-//   newest rows of fromSeq..k are written as the prepared batch of range fromSeq..k
-//   (same name scheme, same content a unit of that range would produce), and the read
-//   heartbeats carry `checkpointThroughSeq: k`. A retry takes k from the previous
-//   attempt's last heartbeat details and starts reading at k + 1. Heartbeats are
-//   throttled and a dying worker may not deliver its last one, so when the details name
-//   no usable checkpoint the newest valid one on disk is used instead.
-// A retry may cover more than the attempt before it (widenToSealed: what was sealed
-// meanwhile joins); each batch file is still a function of its own range.
-// Dedup state itself is in memory (the heartbeat payload is capped at a few KiB), so
-// without any checkpoint the read starts over.
-
-/** A prepared batch (or checkpoint) as read, not yet checked: null when it is missing or unreadable. */
-async function readBatch(file: string, cost: CostMeter): Promise<{ table: ArrowTable; bytes: number } | null> {
-  try {
-    const { table, bytes } = await readIpcFileBytes(file);
-    cost.read(bytes.byteLength);
-    return { table, bytes: bytes.byteLength };
-  } catch {
-    return null;
-  }
-}
-
-/** The batch if it holds rows of a valid generation of the table's key. */
-const valid = (read: { table: ArrowTable; bytes: number } | null, key: string) =>
-  read && read.table.numRows > 0 && !generationProblem(read.table, key, null, undefined) ? read : null;
-
-const loadValid = async (file: string, key: string, cost: CostMeter) => valid(await readBatch(file, cost), key);
-
-/** Checkpoints of this range, newest first: prepared batches fromSeq..k with k < toSeq. */
-async function checkpoints(l: TableLayout, shard: string, fromSeq: number, toSeq: number): Promise<number[]> {
-  const names = await storageOf(l.prepared).list(l.prepared).catch(() => []);
-  const ks: number[] = [];
-  for (const { name } of names) {
-    const p = parsePreparedName(name);
-    if (p && p.shard === shard && p.fromSeq === fromSeq && p.toSeq < toSeq) ks.push(p.toSeq);
-  }
-  return ks.sort((a, b) => b - a);
-}
+// (prepare-on-thread.ts); one generation (usually its own batch, nothing to encode) and
+// a resumed retry run here. What a retry resumes from: prepare-resume.ts.
 
 /** Longest a preparation waits for an earlier one of its table on this worker (one-at-a-time.ts). */
 export const MAX_PREPARATION_WAIT_MS = 10_000;
@@ -261,26 +217,4 @@ export async function prepare(deps: ActivityDeps, input: PrepareMergeInput, prog
     // the prepared batch of a unit fromSeq..k, which may still be waiting to commit.
     return { ...base, preparedPath: out, rows: encoded.rows, bytes, resumedFromFile, resumedVia, timings: rounded(timings) };
   });
-}
-
-
-interface ResumePoint {
-  k: number;
-  table: ArrowTable;
-  via: 'heartbeat' | 'scan';
-}
-
-/** Where a retry starts: the checkpoint the last heartbeat named, else the newest valid one on disk. */
-async function resumePoint(l: TableLayout, key: string, input: PrepareMergeInput, previous: Partial<Progress> | undefined, cost: CostMeter, listing: Promise<number[]>): Promise<ResumePoint | null> {
-  const { shard, fromSeq, toSeq } = input;
-  const named = previous?.phase === 'read' ? previous.checkpointThroughSeq : undefined;
-  if (typeof named === 'number' && Number.isSafeInteger(named) && named >= fromSeq && named < toSeq) {
-    const cp = await loadValid(preparedFile(l, shard, fromSeq, named), key, cost);
-    if (cp) return { k: named, table: cp.table, via: 'heartbeat' };
-  }
-  for (const k of await listing) {
-    const cp = await loadValid(preparedFile(l, shard, fromSeq, k), key, cost);
-    if (cp) return { k, table: cp.table, via: 'scan' };
-  }
-  return null;
 }
