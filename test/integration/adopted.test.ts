@@ -69,13 +69,17 @@ const OPTIMIZE_COMMIT = 'commit optimize';
  */
 const COMPACTING_COMMITS = [OPTIMIZE_COMMIT, 'commit gc'];
 /**
- * From a kill to the next compacting commit completed: the killed commit's heartbeat
- * timeout (stallSecs.commit), the table's next workflow task waiting out the dead
- * worker's sticky queue, then the commit's backoff and the commit, with room for one
- * attempt that loses all its races to the writers (on S3 the backlog of the kill
- * takes seconds to compact) and the backoff after it.
+ * From a kill to the next compacting commit closed on the new worker: the table's next
+ * workflow task (a timer's, within a second of the kill, while the server still counts the
+ * dead worker as polling) waits out the dead worker's sticky queue, the killed commit's
+ * heartbeat timeout (stallSecs.commit) has passed by then, then the backoff and the commit.
  */
-const RESUME_SECS = POLICY.stallSecs.commit + STICKY_QUEUE_TIMEOUT_SECS + 50;
+const RESUME_SECS = STICKY_QUEUE_TIMEOUT_SECS + 60;
+/**
+ * Once the writers stop, the commit that lost its races to them wins the next one: it
+ * waits out its unit's backoff (commitRetryMaxSecs at most) and compacts the kill's backlog.
+ */
+const SETTLE_SECS = 90;
 
 /** The adopted commits of one kind (activity id "commit optimize", ...) in scheduling order. */
 const commitRuns = async (handle: WorkflowHandle, activityId = OPTIMIZE_COMMIT): Promise<ActivityRun[]> =>
@@ -139,7 +143,9 @@ async function diagnose(h: Harness, table: string, since: string, sinceMs: numbe
   const handle = h.tables.handle(table);
   const runs = (await activityRuns(handle)).filter((r) => r.type === 'commitAdopted' && r.scheduledAtMs >= sinceMs - 30_000);
   const at = (t: number | null) => (t === null ? '-' : `${((t - sinceMs) / 1000).toFixed(1)}`);
-  const lines = runs.map((r) => `  ${r.activityId} scheduled ${at(r.scheduledAtMs)} started ${at(r.startedAtMs)} closed ${at(r.closedAtMs)} ${r.outcome ?? 'open'} on ${r.startedBy ?? '-'}`);
+  const lines = runs.map(
+    (r) => `  ${r.activityId} scheduled ${at(r.scheduledAtMs)} started ${at(r.startedAtMs)} closed ${at(r.closedAtMs)} ${r.outcome ?? 'open'} on ${r.startedBy ?? '-'}${r.failure ? `: ${r.failure}` : ''}`,
+  );
   const d = await handle.describe();
   const pending = (d.raw.pendingActivities ?? []).map((p) => `  pending ${p.activityId} state ${p.state} attempt ${p.attempt} on ${p.lastWorkerIdentity ?? '-'} ${p.lastFailure?.message ?? ''}`);
   const s = await h.tables.state(table);
@@ -345,11 +351,15 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
       }
       note(`kills: ${killed.join('; ')}`);
       expect(cut, killed.join('; ')).not.toBeNull();
-      // Either compacting kind carries on: both compact the kill's backlog first, and under
-      // load on S3 one of them may lose every race to the writers for a while.
+      // Either compacting kind carries on: both compact the kill's backlog first. Under load
+      // on S3 a compaction of that backlog can lose every race to the writers' updates (the
+      // limit in docs/operations.md, "Adopted tables"); it carried on all the same, and
+      // must win once they stop (below).
+      const onNewWorker = (r: ActivityRun) => r.startedBy === worker.identity && r.scheduledAtMs >= cut!.run.closedAtMs!;
+      const lostRaces = (r: ActivityRun) => r.outcome === 'failed' && r.failureType === 'CommitConflict';
       const resumed = await eventually(
-        async () => (await compactingRuns(handle)).find((r) => r.outcome === 'completed' && r.startedBy === worker.identity && r.scheduledAtMs >= cut!.run.closedAtMs!),
-        'a compacting commit completed on the new worker after the kill',
+        async () => (await compactingRuns(handle)).find((r) => onNewWorker(r) && (r.outcome === 'completed' || lostRaces(r))),
+        'a compacting commit on the new worker after the kill that completed or lost its races to the writers',
         RESUME_SECS * 1000,
         1000,
       ).catch(async (e: Error) => {
@@ -360,8 +370,8 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
       note(
         (resumed
           ? `after the ${cut!.victim.activityId} killed: the next ${resumed.activityId} was scheduled ${((resumed.scheduledAtMs - killedAt) / 1000).toFixed(1)} s, ` +
-            `started ${((resumed.startedAtMs! - killedAt) / 1000).toFixed(1)} s, completed ${((resumed.closedAtMs! - killedAt) / 1000).toFixed(1)} s after the kill; `
-          : `after the ${cut!.victim.activityId} killed: no compacting commit completed within ${RESUME_SECS} s; `) + `fragments max ${Math.max(...watcher.inPhase('kill').map((s) => s.fragments))} meanwhile`,
+            `started ${((resumed.startedAtMs! - killedAt) / 1000).toFixed(1)} s, ${resumed.outcome === 'completed' ? 'completed' : `lost its races (${resumed.failure?.split(' (')[0]})`} ${((resumed.closedAtMs! - killedAt) / 1000).toFixed(1)} s after the kill; `
+          : `after the ${cut!.victim.activityId} killed: no compacting commit closed on the new worker within ${RESUME_SECS} s; `) + `fragments max ${Math.max(...watcher.inPhase('kill').map((s) => s.fragments))} meanwhile`,
       );
       // Soft: whether or not it resumed, the writes and the versions are checked below.
       expect.soft(resumed, stuck).not.toBeNull();
@@ -394,6 +404,20 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
       const lastKey = models[0]!.keyBase + models[0]!.seqs.length - 1;
       expect(await fresh.query().where(`${KEY} = ${lastKey}`).toArray()).toHaveLength(1);
       expect(await fresh.countRows(`${KEY} < ${INITIAL_ROWS}`)).toBe(INITIAL_ROWS);
+
+      if (resumed && resumed.outcome !== 'completed') {
+        const won = await eventually(
+          async () => (await compactingRuns(handle)).find((r) => onNewWorker(r) && r.outcome === 'completed'),
+          'a compacting commit completed on the new worker once the writers stopped',
+          SETTLE_SECS * 1000,
+          1000,
+        ).catch(async (e: Error) => {
+          stuck = `${e.message}\n${await diagnose(h, name, 'the kill', killedAt)}`;
+          return null;
+        });
+        note(won ? `with the writers stopped, ${won.activityId} completed ${((won.closedAtMs! - stopAt) / 1000).toFixed(1)} s after the stop began` : `with the writers stopped, no compacting commit completed within ${SETTLE_SECS} s`);
+        expect.soft(won, stuck).not.toBeNull();
+      }
 
       const byKind = new Map<string, { completed: number; other: number; conflicts: number }>();
       for (const r of (await activityRuns(handle)).filter((x) => x.type === 'commitAdopted')) {

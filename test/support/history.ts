@@ -28,6 +28,10 @@ export interface ActivityRun {
   outcome: 'completed' | 'failed' | 'timedOut' | 'canceled' | null;
   /** The decoded result, when it completed. */
   result?: unknown;
+  /** The failure's message (its cause's, when it has one), when it failed. */
+  failure?: string;
+  /** The application failure's type (its cause's), e.g. 'CommitConflict', when it failed with one. */
+  failureType?: string;
 }
 
 export const ms = (t: Timestamp | null | undefined): number => optionalTsToMs(t) ?? 0;
@@ -117,6 +121,11 @@ export function activityRunsOf(history: History, offset = 0): ActivityRun[] {
       Object.assign(r, { closedAtMs: at, closedEventId: id, outcome });
       const payload = e.activityTaskCompletedEventAttributes?.result?.payloads?.[0];
       if (payload) r.result = defaultPayloadConverter.fromPayload(payload);
+      const failure = e.activityTaskFailedEventAttributes?.failure;
+      if (failure) {
+        r.failure = (failure.cause?.message || failure.message) ?? undefined;
+        r.failureType = (failure.cause?.applicationFailureInfo?.type || failure.applicationFailureInfo?.type) ?? undefined;
+      }
       closedUnseen.push(r);
     }
   }
