@@ -1,3 +1,4 @@
+import { versioned } from '../config/config-schema';
 import { combineOverrides, ADOPTED_POLICY, applyOverride, defaultPolicy, type PolicyOverride } from '../config/policy-schema';
 import { formatBytes } from '../config/bytes';
 import { UsageError } from '../messages/errors';
@@ -11,7 +12,6 @@ import type { AdoptedMode } from '../policy/types';
 import { positional, required, str, type Parsed } from './args';
 import { readCheckedConfig, readConfig, readJsonFile } from './context';
 import { withTables } from './operator-commands';
-import { versioned } from './worker';
 import { formatShadowReport, shadowReport } from './shadow-report';
 
 // `table adopt`, `mode` and `shadow-report`: Turnstile maintaining a Lance table that

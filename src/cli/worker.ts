@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
-import type { Config } from '../config/config-schema';
+import { versioned, type Config } from '../config/config-schema';
 import { formatBytes } from '../config/bytes';
 import { createWorker, workflowBundleSource, type WorkerOptions } from '../worker/create-worker';
 import { defaultBudgetBytes } from '../worker/fleet-memory';
@@ -18,9 +18,6 @@ export async function installWorkerRuntime(config: Config, label = 'Metrics:'): 
   const bound = await installRuntime({ level: process.env.TURNSTILE_LOG_LEVEL === 'debug' ? 'DEBUG' : 'WARN', metricsAddress: address });
   if (bound) console.log(`${label} http://${bound}/metrics`);
 }
-
-/** `temporal.deploymentName: off` polls unversioned: test suites whose in-process workers share the task queue. */
-export const versioned = (config: Config): boolean => config.temporal.deploymentName !== 'off';
 
 /** What `worker` and `dev` pass every worker from the configuration. */
 export function workerOptionsOf(config: Config): Pick<WorkerOptions, 'deps' | 'maxConcurrentActivities' | 'maxCachedWorkflows' | 'shutdownGraceSecs' | 'workflowStackTraces' | 'deploymentName' | 'workflowBundleFile'> {

@@ -84,6 +84,9 @@ export interface Config {
 }
 
 /** Environment variables that override the file, and the key each one sets. */
+/** `temporal.deploymentName: off` polls unversioned: test suites whose in-process workers share the task queue. */
+export const versioned = (config: Config): boolean => config.temporal.deploymentName !== 'off';
+
 export const ENV_KEYS: Record<string, string[]> = {
   TEMPORAL_ADDRESS: ['temporal', 'address'],
   TEMPORAL_NAMESPACE: ['temporal', 'namespace'],
