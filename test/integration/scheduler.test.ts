@@ -10,9 +10,10 @@ import * as msg from '../../workflows/messages';
 import { eventually, startHarness, uniqueName, type Harness } from '../support/harness';
 import { expectMergedExactly } from '../support/expect-exact';
 import { Load } from '../support/load';
-import { activityRuns, activityRunsOf, chainHistories, historyEvents, isCommit, longestContinueAsNewGapMs, longestTurnMs } from '../support/history';
+import { activityRuns, activityRunsOf, chainHistories, continueAsNewGaps, historyEvents, isCommit, longestTurnMs } from '../support/history';
 import { recordHistory } from '../support/record-history';
 import { sleep } from '../../src/util/sleep';
+import { STICKY_QUEUE_TIMEOUT_SECS } from '../../src/worker/create-worker';
 import type { FreezePoint } from '../../activities/deps';
 
 // The turn scheduler on the real server: bounded waits under a hot merger, bumps,
@@ -103,10 +104,14 @@ test('a commit-ready optimize waits at most maxTurnWaitSecs plus the longest tur
     // (Temporal then refuses the continue-as-new) a replay of the old run first: ~0.6 s at
     // 500 events on a quiet machine, 3 s and more beside the heaviest suites. That gap is
     // the server's and the worker's, not the policy's, so it is measured from the chain
-    // and added; it still has a bound of its own, far above what was ever seen.
-    const canGapSecs = longestContinueAsNewGapMs(chain) / 1000;
+    // and added; it still has a bound of its own.
+    const gap = continueAsNewGaps(chain).reduce((a, g) => (g.ms > a.ms ? g : a), { ms: 0, events: [] as string[] });
+    const canGapSecs = gap.ms / 1000;
     console.log(`hot merger: longest continue-as-new gap ${canGapSecs} s`);
-    expect(canGapSecs).toBeLessThanOrEqual(15);
+    // Once, beside the heaviest suites in CI, a gap took 32 s: about a workflow task
+    // waiting out a sticky queue (STICKY_QUEUE_TIMEOUT_SECS) and 2 s more, though that
+    // run's history was not kept. A longer one is shown with its events.
+    expect(canGapSecs, `the events of that gap:\n${gap.events.slice(0, 80).join('\n')}`).toBeLessThanOrEqual(STICKY_QUEUE_TIMEOUT_SECS + 15);
     expect(waited).toBeLessThanOrEqual(3 + longestSecs + canGapSecs + 0.002);
     await recordHistory(slow.client, handle, 'hot-merger');
   } finally {

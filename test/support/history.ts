@@ -158,20 +158,31 @@ export function longestTurnMs(runs: ActivityRun[]): number {
 }
 
 /**
- * The longest time a continue-as-new kept a chain's turn free: from the moment a run saw
+ * How long each continue-as-new of a chain kept the turn free: from the moment a run saw
  * its last commit close to the first workflow task of the run after it (where the next
  * turn can be granted). Under load it includes a refused continue-as-new's retry and a
- * replay of the old run; a wait for the turn spanning it is longer by that much.
+ * replay of the old run; a wait for the turn spanning it is longer by that much. With
+ * what happened in it: the events of both runs in the gap, by type, in seconds from its
+ * start, with the task queue of a scheduled workflow task (a sticky queue's name ends in
+ * a hex id).
  */
-export function longestContinueAsNewGapMs(chain: History[]): number {
-  let longest = 0;
+export function continueAsNewGaps(chain: History[]): { ms: number; events: string[] }[] {
+  const gaps: { ms: number; events: string[] }[] = [];
   for (let i = 0; i + 1 < chain.length; i++) {
     const lastCommit = activityRunsOf(chain[i]!).filter(isCommit).at(-1);
-    const firstTask = chain[i + 1]!.events?.find((e) => e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_STARTED);
+    const next = chain[i + 1]!.events ?? [];
+    const firstTask = next.find((e) => e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_STARTED);
     if (!lastCommit?.seenClosedAtMs || !firstTask) continue;
-    longest = Math.max(longest, ms(firstTask.eventTime) - lastCommit.seenClosedAtMs);
+    const from = lastCommit.seenClosedAtMs;
+    const until = ms(firstTask.eventTime);
+    const line = (e: temporal.api.history.v1.IHistoryEvent) =>
+      `${((ms(e.eventTime) - from) / 1000).toFixed(2)} ${E[e.eventType!]?.replace('EVENT_TYPE_', '')}${e.workflowTaskScheduledEventAttributes?.taskQueue?.name ? ` on ${e.workflowTaskScheduledEventAttributes.taskQueue.name}` : ''}` +
+      `${e.workflowTaskTimedOutEventAttributes ? ` (${temporal.api.enums.v1.TimeoutType[e.workflowTaskTimedOutEventAttributes.timeoutType ?? 0]})` : ''}` +
+      `${e.workflowTaskFailedEventAttributes ? ` (${temporal.api.enums.v1.WorkflowTaskFailedCause[e.workflowTaskFailedEventAttributes.cause ?? 0]})` : ''}`;
+    const inGap = [...(chain[i]!.events ?? []), ...next].filter((e) => ms(e.eventTime) >= from && ms(e.eventTime) <= until);
+    gaps.push({ ms: until - from, events: inGap.map(line) });
   }
-  return longest;
+  return gaps;
 }
 
 /** The UI summaries of the commit activities, in scheduling order. */
