@@ -267,19 +267,18 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
       // Soft from here on: a maintenance that does not keep up is reported, and the
       // kill, the writes and the versions are still checked.
       let stuck = '';
+      // A compacting commit that `matches`, within `secs`; null when none came, and `stuck`
+      // then says so with the table's commits since `since`.
+      const compactingCommit = (matches: (r: ActivityRun) => boolean, what: string, secs: number, since: string, sinceMs: number) =>
+        eventually(async () => (await compactingRuns(handle)).find(matches), what, secs * 1000, 1000).catch(async (e: Error) => {
+          stuck = `${e.message}\n${await diagnose(h, name, since, sinceMs)}`;
+          return null;
+        });
       // gc prunes through Lance's optimize, which compacts first: whichever kind comes
       // first compacts the backlog, and a gc every few seconds can keep the small
       // fragments under compactAtSmallFragments so that optimize never needs to commit.
       const compacted = (r: ActivityRun) => r.outcome === 'completed' && r.scheduledAtMs >= modeCalledAt && result(r).fragmentsRemoved > result(r).fragmentsAdded;
-      const firstCompaction = await eventually(
-        async () => (await compactingRuns(handle)).find(compacted),
-        'the first compacting commit in active mode',
-        ACTIVE_SECS * 1000,
-        1000,
-      ).catch(async (e: Error) => {
-        stuck = `${e.message}\n${await diagnose(h, name, 'the switch to active', switchAt)}`;
-        return null;
-      });
+      const firstCompaction = await compactingCommit(compacted, 'the first compacting commit in active mode', ACTIVE_SECS, 'the switch to active', switchAt);
       expect.soft(firstCompaction, stuck).not.toBeNull();
       // The fragments are bounded from a compaction's horizon after the first one on
       // (below): at least SETTLED_SECS of looks there, however late it came.
@@ -357,15 +356,13 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
       // must win once they stop (below).
       const onNewWorker = (r: ActivityRun) => r.startedBy === worker.identity && r.scheduledAtMs >= cut!.run.closedAtMs!;
       const lostRaces = (r: ActivityRun) => r.outcome === 'failed' && r.failureType === 'CommitConflict';
-      const resumed = await eventually(
-        async () => (await compactingRuns(handle)).find((r) => onNewWorker(r) && (r.outcome === 'completed' || lostRaces(r))),
+      const resumed = await compactingCommit(
+        (r) => onNewWorker(r) && (r.outcome === 'completed' || lostRaces(r)),
         'a compacting commit on the new worker after the kill that completed or lost its races to the writers',
-        RESUME_SECS * 1000,
-        1000,
-      ).catch(async (e: Error) => {
-        stuck = `${e.message}\n${await diagnose(h, name, 'the kill', cut!.victim.killedAtMs)}`;
-        return null;
-      });
+        RESUME_SECS,
+        'the kill',
+        cut!.victim.killedAtMs,
+      );
       const killedAt = cut!.victim.killedAtMs;
       note(
         (resumed
@@ -406,15 +403,13 @@ describe.each(STORAGES)('on %s storage', (storage: StorageKind) => {
       expect(await fresh.countRows(`${KEY} < ${INITIAL_ROWS}`)).toBe(INITIAL_ROWS);
 
       if (resumed && resumed.outcome !== 'completed') {
-        const won = await eventually(
-          async () => (await compactingRuns(handle)).find((r) => onNewWorker(r) && r.outcome === 'completed'),
+        const won = await compactingCommit(
+          (r) => onNewWorker(r) && r.outcome === 'completed',
           'a compacting commit completed on the new worker once the writers stopped',
-          SETTLE_SECS * 1000,
-          1000,
-        ).catch(async (e: Error) => {
-          stuck = `${e.message}\n${await diagnose(h, name, 'the kill', killedAt)}`;
-          return null;
-        });
+          SETTLE_SECS,
+          'the kill',
+          killedAt,
+        );
         note(won ? `with the writers stopped, ${won.activityId} completed ${((won.closedAtMs! - stopAt) / 1000).toFixed(1)} s after the stop began` : `with the writers stopped, no compacting commit completed within ${SETTLE_SECS} s`);
         expect.soft(won, stuck).not.toBeNull();
       }
